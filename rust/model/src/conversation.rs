@@ -1,0 +1,219 @@
+//! The conversation and the request built around it: what conversion produces and what the
+//! renderer and the stream parser consume.
+
+use serde_json::Value;
+
+use crate::{ConversionError, Message, ModelVersion, SpecialTokens, ToolDefinition};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    None,
+    Required,
+}
+
+impl ToolChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::None => "none",
+            ToolChoice::Required => "required",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningEffort {
+    Low,
+    High,
+    Xhigh,
+    Max,
+}
+
+impl ReasoningEffort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::High => "high",
+            ReasoningEffort::Xhigh => "xhigh",
+            ReasoningEffort::Max => "max",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "low" => ReasoningEffort::Low,
+            "high" => ReasoningEffort::High,
+            "xhigh" => ReasoningEffort::Xhigh,
+            "max" => ReasoningEffort::Max,
+            _ => return None,
+        })
+    }
+}
+
+/// The requested output format. `JsonSchema` holds the schema as the client sent it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ResponseFormat {
+    #[default]
+    Text,
+    JsonObject,
+    JsonSchema(Value),
+    Regex(String),
+}
+
+impl ResponseFormat {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ResponseFormat::Text => "text",
+            ResponseFormat::JsonObject => "json_object",
+            ResponseFormat::JsonSchema(_) => "json_schema",
+            ResponseFormat::Regex(_) => "regex",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub messages: Vec<Message>,
+    pub thinking_mode: bool,
+    pub tools: Vec<ToolDefinition>,
+    pub tool_choice: ToolChoice,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub response_format: ResponseFormat,
+}
+
+impl Default for Conversation {
+    fn default() -> Self {
+        Self {
+            messages: Vec::new(),
+            thinking_mode: true,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            reasoning_effort: None,
+            response_format: ResponseFormat::Text,
+        }
+    }
+}
+
+impl Conversation {
+    /// Tools are rendered and parsed only when some exist and the choice is not `none`.
+    pub fn tools_active(&self) -> bool {
+        !self.tools.is_empty() && self.tool_choice != ToolChoice::None
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputConstraint {
+    /// `json`, `regex`, `tool_call` or `tool_call_required`.
+    pub kind: String,
+    pub schema: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InferenceOptions {
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub logprobs: bool,
+    pub top_logprobs: Option<u8>,
+    pub seed: Option<u64>,
+    pub output_constraint: Option<OutputConstraint>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkingInitialStage {
+    ReasoningStart,
+    ReasoningContinuation,
+    ContentContinuation,
+}
+
+impl ThinkingInitialStage {
+    pub fn starts_in_reasoning(self) -> bool {
+        !matches!(self, ThinkingInitialStage::ContentContinuation)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsingOptions {
+    pub parse_tool_calls: bool,
+    pub starts_in_tool_calls: bool,
+    pub parse_json_output: bool,
+    pub thinking_initial_stage: Option<ThinkingInitialStage>,
+    pub stop_sequences: Vec<String>,
+    pub special_tokens: SpecialTokens,
+}
+
+impl Default for ParsingOptions {
+    fn default() -> Self {
+        Self {
+            parse_tool_calls: true,
+            starts_in_tool_calls: false,
+            parse_json_output: false,
+            thinking_initial_stage: None,
+            stop_sequences: Vec::new(),
+            special_tokens: SpecialTokens::default(),
+        }
+    }
+}
+
+/// The result of converting a protocol request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationRequest {
+    pub conversation: Conversation,
+    pub inference_options: InferenceOptions,
+    pub parsing_options: ParsingOptions,
+    pub model_version: ModelVersion,
+    pub stream: bool,
+}
+
+impl ConversationRequest {
+    /// A request with defaults that are not derived from the conversation.
+    pub fn new(conversation: Conversation, model_version: ModelVersion) -> Self {
+        Self {
+            conversation,
+            inference_options: InferenceOptions::default(),
+            parsing_options: ParsingOptions::default(),
+            model_version,
+            stream: false,
+        }
+    }
+
+    /// The completion budget for a prompt of `prompt_tokens` in a context of `context_limit`.
+    pub fn resolve_max_tokens(&self, prompt_tokens: u64, context_limit: u64) -> Result<u64, ConversionError> {
+        let too_long = |requested: u64| {
+            ConversionError::new(format!(
+                "This model's maximum context length is {context_limit} tokens. However, you requested {total} tokens ({prompt_tokens} in the messages, {requested} in the completion). Please reduce the length of the messages or completion.",
+                total = prompt_tokens.saturating_add(requested)
+            ))
+        };
+        if let Some(requested) = self.inference_options.max_tokens {
+            let requested = u64::from(requested);
+            if prompt_tokens.saturating_add(requested) > context_limit {
+                return Err(too_long(requested));
+            }
+            return Ok(requested);
+        }
+        let conversation = &self.conversation;
+        let default = if !conversation.thinking_mode {
+            8192
+        } else if conversation.reasoning_effort == Some(crate::ReasoningEffort::Max) {
+            131072
+        } else {
+            65536
+        };
+        if prompt_tokens > context_limit {
+            return Err(too_long(0));
+        }
+        Ok(default.min(context_limit - prompt_tokens).max(1))
+    }
+}

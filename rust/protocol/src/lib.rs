@@ -1,0 +1,17 @@
+//! Protocol requests in, canonical conversations out. This crate owns the wire shapes of
+//! OpenAI Chat Completions, OpenAI Responses and Anthropic Messages requests, their
+//! validation (with the exact error texts clients expect), and the rules that turn them into
+//! a [`deepseek_model::ConversationRequest`]. It refuses to render prompts or touch tokens.
+//!
+//! Flow: bytes or text → [`intake::parse_json`] (a `serde_json::Value`, depth-limited) →
+//! `XxxRequest::from_value` (typed shape; shape errors) → `convert(options)` (semantic
+//! checks; [`deepseek_model::ConversionError`]).
+
+pub mod chat;
+pub mod error;
+pub mod intake;
+pub mod thinking;
+pub mod tools;
+
+pub use chat::ChatCompletionRequest;
+pub use error::ProtocolError;

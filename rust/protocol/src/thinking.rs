@@ -1,0 +1,1 @@
+//! Thinking mode, reasoning effort, sampling and token-budget rules shared by all protocols.

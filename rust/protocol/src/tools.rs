@@ -1,0 +1,1 @@
+//! Tool definitions: names, schema validation, strict normalization, tool_choice and constraints.
