@@ -8,6 +8,7 @@ mod conversation;
 mod error;
 mod message;
 mod options;
+pub mod pyjson;
 mod special;
 
 pub use conversation::{

@@ -10,8 +10,12 @@
 pub mod chat;
 pub mod error;
 pub mod intake;
+pub mod messages;
+pub mod responses;
 pub mod thinking;
 pub mod tools;
 
 pub use chat::ChatCompletionRequest;
 pub use error::ProtocolError;
+pub use messages::MessagesRequest;
+pub use responses::ResponsesRequest;

@@ -1,0 +1,28 @@
+//! Anthropic Messages requests.
+
+use deepseek_model::{ConversionError, ConversationRequest, ConversionOptions};
+use serde_json::Value;
+
+use crate::ProtocolError;
+
+/// A parsed Anthropic Messages request (shape-checked, not yet converted).
+#[derive(Debug, Clone)]
+pub struct MessagesRequest {
+    model: String,
+}
+
+impl MessagesRequest {
+    pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
+        let model = value.get("model").and_then(Value::as_str).unwrap_or_default().to_owned();
+        Ok(Self { model })
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
+        let version = options.model_version(&self.model)?;
+        Err(ConversionError::new(format!("conversion for {} is not built yet", version.name())))
+    }
+}
