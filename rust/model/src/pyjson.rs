@@ -2,11 +2,161 @@
 //! spelling) used in tool schema lines, format blocks, DSML parameter values and Messages
 //! tool-call arguments (behavior.md §8.5a).
 //!
-//! STUB written by the lead; owned by the render helper.
+//! Integers that fit `i64`/`u64` print as integers; every other number is an `f64` printed
+//! with its shortest round-trip digits: decimal with a fractional part for
+//! `1e-5 <= |x| < 1e16` (and zero), scientific otherwise (`1e+16`, `1e-6`).
 
-use serde_json::Value;
+use std::fmt::Write as _;
+
+use serde_json::{Number, Value};
 
 /// Serialize `value` as PYJSON.
 pub fn pyjson(value: &Value) -> String {
-    value.to_string()
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_string(out, key);
+                out.push_str(": ");
+                write_value(out, item);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_number(out: &mut String, n: &Number) {
+    if let Some(i) = n.as_i64() {
+        let _ = write!(out, "{i}");
+    } else if let Some(u) = n.as_u64() {
+        let _ = write!(out, "{u}");
+    } else if let Some(f) = n.as_f64() {
+        out.push_str(&format_float(f));
+    } else {
+        // Unreachable without serde_json's `arbitrary_precision`; keep serde's own spelling.
+        out.push_str(&n.to_string());
+    }
+}
+
+/// The PYJSON spelling of a finite float.
+pub fn format_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs >= 1e16 {
+        // `{:e}` gives the shortest round-trip digits: `1.5e16` -> `1.5e+16`.
+        let s = format!("{f:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => s,
+        }
+    } else if abs >= 1e-5 || f == 0.0 {
+        let mut s = format!("{f}");
+        if !s.contains('.') {
+            s.push_str(".0");
+        }
+        s
+    } else {
+        format!("{f:e}")
+    }
+}
+
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    /// (name, JSON input as parsed by serde_json, expected PYJSON)
+    const CASES: &[(&str, &str, &str)] = &[
+        ("separators", r#"{"a":1,"b":[1,2]}"#, r#"{"a": 1, "b": [1, 2]}"#),
+        ("key order kept", r#"{"z":1,"a":2}"#, r#"{"z": 1, "a": 2}"#),
+        ("empty containers", r#"{"o":{},"a":[]}"#, r#"{"o": {}, "a": []}"#),
+        ("literals", "[true,false,null]", "[true, false, null]"),
+        ("non-ascii raw", r#""é中😀""#, "\"é中😀\""),
+        ("del and u2028 raw", "\"\u{7f}\u{2028}\"", "\"\u{7f}\u{2028}\""),
+        ("named escapes", r#""\"\\\n\t\r\b\f""#, r#""\"\\\n\t\r\b\f""#),
+        ("control escapes lowercase", r#""\u0001\u001F""#, r#""\u0001\u001f""#),
+        ("slash not escaped", r#""a/b""#, r#""a/b""#),
+        ("i64 min", "-9223372036854775808", "-9223372036854775808"),
+        ("u64 max", "18446744073709551615", "18446744073709551615"),
+        ("past u64 becomes float", "18446744073709551616", "1.8446744073709552e+19"),
+        ("31-digit integer", "1000000000000000000000000000000", "1e+30"),
+        ("1e16", "1e16", "1e+16"),
+        ("1.5e16", "1.5e16", "1.5e+16"),
+        ("1.2345678901234568e17", "123456789012345678.0", "1.2345678901234568e+17"),
+        ("1e308", "1e308", "1e+308"),
+        ("1.0", "1.0", "1.0"),
+        ("2500.0", "2.5e3", "2500.0"),
+        ("1e15", "1e15", "1000000000000000.0"),
+        ("0.0001", "0.0001", "0.0001"),
+        ("1e-5", "1e-5", "0.00001"),
+        ("1.5e-5", "0.000015", "0.000015"),
+        ("0.30000000000000004", "0.30000000000000004", "0.30000000000000004"),
+        ("pi-ish", "3.14159265358979", "3.14159265358979"),
+        ("zero", "0.0", "0.0"),
+        ("negative zero", "-0.0", "-0.0"),
+        ("12.5", "12.5", "12.5"),
+        ("1e-6", "1e-6", "1e-6"),
+        ("9.99e-6", "0.00000999", "9.99e-6"),
+        ("1.5e-7", "1.5e-7", "1.5e-7"),
+        ("min subnormal", "5e-324", "5e-324"),
+        ("negative large", "-1e20", "-1e+20"),
+        ("negative small", "-2e-7", "-2e-7"),
+    ];
+
+    #[test]
+    fn pyjson_table() {
+        let mut failures = Vec::new();
+        for (name, input, expected) in CASES {
+            let value: Value = serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = pyjson(&value);
+            if got != *expected {
+                failures.push(format!("{name}: got {got:?}, expected {expected:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }

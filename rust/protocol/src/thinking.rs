@@ -1,11 +1,8 @@
 //! Thinking mode, reasoning effort, sampling, token budget and stop-sequence rules shared by
 //! all three protocols (behavior.md §3, §7.1–§7.4).
-//!
-//! INTERFACE STUB written by the lead: the chat helper owns this file and fills it in;
-//! the signatures are relied on by responses.rs and messages.rs.
 
 use deepseek_model::{
-    ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior, ReasoningEffort,
+    ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior, ReasoningEffort, Role,
 };
 use serde::Deserialize;
 
@@ -23,13 +20,27 @@ pub enum RequestedEffort {
     Max,
 }
 
-/// `thinking.type` (Chat and Messages).
+impl RequestedEffort {
+    /// The canonical effort, or `None` for `none` (§7.1 table).
+    fn canonical(self) -> Option<ReasoningEffort> {
+        match self {
+            RequestedEffort::None => None,
+            RequestedEffort::Minimal | RequestedEffort::Low => Some(ReasoningEffort::Low),
+            RequestedEffort::Medium | RequestedEffort::High => Some(ReasoningEffort::High),
+            RequestedEffort::Xhigh => Some(ReasoningEffort::Xhigh),
+            RequestedEffort::Ultra | RequestedEffort::Max => Some(ReasoningEffort::Max),
+        }
+    }
+}
+
+/// `thinking.type` (Chat and Messages). Variant order is the order the reference lists them
+/// in its unknown-variant error (`adaptive`, `enabled`, `disabled`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingType {
+    Adaptive,
     Enabled,
     Disabled,
-    Adaptive,
 }
 
 /// §7.1: the resolved thinking mode and canonical effort.
@@ -38,8 +49,18 @@ pub fn resolve_thinking(
     effort: Option<RequestedEffort>,
     default_thinking_mode: bool,
 ) -> (bool, Option<ReasoningEffort>) {
-    let _ = (thinking, effort);
-    (default_thinking_mode, None)
+    let high_when = |on: bool| (on, on.then_some(ReasoningEffort::High));
+    match (thinking, effort) {
+        (Some(ThinkingType::Disabled), _) => (false, None),
+        (Some(ThinkingType::Enabled | ThinkingType::Adaptive), effort) => {
+            (true, Some(effort.and_then(RequestedEffort::canonical).unwrap_or(ReasoningEffort::High)))
+        }
+        (None, Some(effort)) => match effort.canonical() {
+            Some(canonical) => (true, Some(canonical)),
+            None => (false, None),
+        },
+        (None, None) => high_when(default_thinking_mode),
+    }
 }
 
 /// §7.2: range-check temperature and top_p, then apply the per-version overrides.
@@ -50,8 +71,24 @@ pub fn sampling(
     temperature: Option<f32>,
     top_p: Option<f32>,
 ) -> Result<(Option<f32>, Option<f32>), ConversionError> {
-    let _ = (version, thinking_mode);
-    Ok((temperature, top_p))
+    if let Some(t) = temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(ConversionError::new("Invalid temperature value, the valid range of temperature is [0, 2]"));
+        }
+    }
+    if let Some(p) = top_p {
+        if !(p > 0.0 && p <= 1.0) {
+            return Err(ConversionError::new("Invalid top_p value, the valid range of top_p is (0, 1.0]"));
+        }
+    }
+    let temperature = if thinking_mode { 1.0 } else { temperature.unwrap_or(1.0) };
+    let top_p = match (version.is_v41(), thinking_mode) {
+        (false, true) => 1.0,
+        (false, false) => top_p.unwrap_or(1.0),
+        (true, true) => top_p.map_or(1.0, |p| p.max(0.95)),
+        (true, false) => 1.0,
+    };
+    Ok((Some(temperature), Some(top_p)))
 }
 
 /// §3: check `max_tokens` against the bound of the resolved thinking mode. With `lower`
@@ -62,28 +99,132 @@ pub fn check_max_tokens(
     options: &ConversionOptions,
     lower: bool,
 ) -> Result<Option<u32>, ConversionError> {
-    let _ = (thinking_mode, options, lower);
-    Ok(max_tokens)
+    let Some(requested) = max_tokens else { return Ok(None) };
+    let bound = if thinking_mode {
+        options.thinking_max_tokens_upper_bound
+    } else {
+        options.non_thinking_max_tokens_upper_bound
+    };
+    let out_of_range = || {
+        ConversionError::new(format!("Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"))
+    };
+    if requested == 0 {
+        return Err(out_of_range());
+    }
+    if requested > bound {
+        return if lower { Ok(Some(bound)) } else { Err(out_of_range()) };
+    }
+    Ok(Some(requested))
 }
 
 /// §3: `top_logprobs` in [0, 20].
 pub fn check_top_logprobs(top_logprobs: Option<u8>) -> Result<(), ConversionError> {
-    let _ = top_logprobs;
-    Ok(())
+    match top_logprobs {
+        Some(n) if n > 20 => Err(ConversionError::new(
+            "Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// §3/§7.3: at most 16 stop strings, none empty (duplicates kept).
 pub fn check_stop_sequences(stop: &[String]) -> Result<(), ConversionError> {
-    let _ = stop;
+    if stop.len() > 16 {
+        return Err(ConversionError::new(format!("Stop string array too long: {}", stop.len())));
+    }
+    if let Some(i) = stop.iter().position(String::is_empty) {
+        return Err(ConversionError::new(format!(
+            "Invalid 'stop[{i}]': empty string. Expected a string with minimum length 1, but got an empty string instead."
+        )));
+    }
     Ok(())
 }
 
 /// §7.4: fill or reject missing reasoning in assistant history; drop it all with thinking off.
+/// Only assistant messages with tool calls after the last user message must carry reasoning.
 pub fn apply_reasoning_history(
     messages: &mut [Message],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
 ) -> Result<(), ConversionError> {
-    let _ = (messages, thinking_mode, behavior);
+    apply_reasoning_history_with_tools(messages, thinking_mode, behavior, false)
+}
+
+/// §7.4 as the reference applies it to Chat: when the request declares tools (even with
+/// `tool_choice: "none"`), *every* assistant message after the last user message must carry
+/// reasoning under `Reject`, not only those with tool calls.
+pub fn apply_reasoning_history_with_tools(
+    messages: &mut [Message],
+    thinking_mode: bool,
+    behavior: ReasoningContentBehavior,
+    request_has_tools: bool,
+) -> Result<(), ConversionError> {
+    if !thinking_mode {
+        for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+            message.reasoning_content = None;
+        }
+        return Ok(());
+    }
+    if behavior == ReasoningContentBehavior::Reject {
+        let stretch_start = messages.iter().rposition(|m| m.role == Role::User).map_or(0, |i| i + 1);
+        let missing = messages.iter().skip(stretch_start).any(|m| {
+            m.role == Role::Assistant
+                && m.reasoning_content.is_none()
+                && (request_has_tools || !m.calls().is_empty())
+        });
+        if missing {
+            return Err(ConversionError::new(
+                "The `reasoning_content` in the thinking mode must be passed back to the API.",
+            ));
+        }
+    }
+    for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+        message.reasoning_content.get_or_insert_with(String::new);
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinking_resolution_table() {
+        use RequestedEffort as E;
+        use ThinkingType as T;
+        let cases: [(&str, Option<T>, Option<E>, bool, (bool, Option<ReasoningEffort>)); 8] = [
+            ("disabled wins over effort", Some(T::Disabled), Some(E::Max), true, (false, None)),
+            ("enabled ignores none", Some(T::Enabled), Some(E::None), false, (true, Some(ReasoningEffort::High))),
+            ("adaptive keeps effort", Some(T::Adaptive), Some(E::Minimal), false, (true, Some(ReasoningEffort::Low))),
+            ("effort turns thinking on", None, Some(E::Ultra), false, (true, Some(ReasoningEffort::Max))),
+            ("effort none turns it off", None, Some(E::None), true, (false, None)),
+            ("default on", None, None, true, (true, Some(ReasoningEffort::High))),
+            ("default off", None, None, false, (false, None)),
+            ("medium is high", None, Some(E::Medium), true, (true, Some(ReasoningEffort::High))),
+        ];
+        for (name, thinking, effort, default, want) in cases {
+            assert_eq!(resolve_thinking(thinking, effort, default), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn sampling_overrides() {
+        let v4 = ModelVersion::DeepseekV4Pro;
+        let v41 = ModelVersion::DeepseekV41Flash;
+        assert_eq!(sampling(v41, true, Some(0.3), Some(0.5)), Ok((Some(1.0), Some(0.95))));
+        assert_eq!(sampling(v41, true, None, Some(0.96)), Ok((Some(1.0), Some(0.96))));
+        assert_eq!(sampling(v41, false, Some(0.3), Some(0.5)), Ok((Some(0.3), Some(1.0))));
+        assert_eq!(sampling(v4, false, None, Some(0.5)), Ok((Some(1.0), Some(0.5))));
+        assert_eq!(sampling(v4, true, Some(0.3), Some(0.5)), Ok((Some(1.0), Some(1.0))));
+        assert!(sampling(v4, true, Some(2.5), None).is_err());
+        assert!(sampling(v4, true, None, Some(0.0)).is_err());
+    }
+
+    #[test]
+    fn stop_sequences() {
+        let many: Vec<String> = (0..17).map(|i| i.to_string()).collect();
+        assert_eq!(check_stop_sequences(&many).map_err(|e| e.message), Err("Stop string array too long: 17".into()));
+        assert!(check_stop_sequences(&["a".into(), String::new()]).is_err());
+        assert!(check_stop_sequences(&["a".into(), "a".into()]).is_ok());
+    }
 }

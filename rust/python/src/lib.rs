@@ -1,8 +1,65 @@
-//! The `deepseek_recipe._native` extension module: an export list, no logic.
+//! The `deepseek_recipe._native` extension module: an export list, no logic. Each file wraps
+//! one stage: `protocol` (requests), `conversation` and `message` (the canonical model),
+//! `options`, `special`, `encoding` (render + encode), `tokenizer`; `pyvalue` converts
+//! Python values to JSON, `errors` maps every error kind to its exception.
+
+mod conversation;
+mod encoding;
+mod errors;
+mod message;
+mod options;
+mod protocol;
+mod pyvalue;
+mod special;
+mod tokenizer;
+
 use pyo3::prelude::*;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("IMAGE_SPECIAL_TOKEN_ID", 129_264)?;
+
+    m.add("ConversionError", py.get_type::<errors::PyConversionError>())?;
+    m.add("ImageError", py.get_type::<errors::PyImageError>())?;
+    m.add("CalcResizeError", py.get_type::<errors::PyCalcResizeError>())?;
+
+    m.add_class::<special::PySpecialToken>()?;
+    m.add_class::<special::PySpecialTokens>()?;
+
+    m.add_class::<message::PyToolCall>()?;
+    m.add_class::<message::PyToolDefinition>()?;
+    m.add_class::<message::PyImageSource>()?;
+    m.add_class::<message::PyDataUrlImageSource>()?;
+    m.add_class::<message::PyUrlImageSource>()?;
+    m.add_class::<message::PyBytesImageSource>()?;
+    m.add_class::<message::PyMessage>()?;
+    m.add_class::<message::PySystemMessage>()?;
+    m.add_class::<message::PyUserMessage>()?;
+    m.add_class::<message::PyAssistantMessage>()?;
+    m.add_class::<message::PyToolMessage>()?;
+    m.add_class::<message::PyLatestReminderMessage>()?;
+
+    m.add_class::<conversation::PyConversation>()?;
+    m.add_class::<conversation::PyConversationRequest>()?;
+    m.add_class::<conversation::PyInferenceOptions>()?;
+    m.add_class::<conversation::PyOutputConstraint>()?;
+    m.add_class::<conversation::PyParsingOptions>()?;
+    m.add_class::<conversation::PyThinkingInitialStage>()?;
+
+    m.add_class::<options::PyModelVersion>()?;
+    m.add_class::<options::PyReasoningContentBehavior>()?;
+    m.add_class::<options::PyWebSearchBehavior>()?;
+    m.add_class::<options::PyConversionOptions>()?;
+
+    m.add_class::<protocol::PyChatCompletionRequest>()?;
+    m.add_class::<protocol::PyResponsesRequest>()?;
+    m.add_class::<protocol::PyMessagesRequest>()?;
+
+    m.add_class::<encoding::PyRenderedPrompt>()?;
+    m.add_class::<encoding::PyDeepseekV4Encoding>()?;
+    m.add_class::<encoding::PyDeepseekV41Encoding>()?;
+    m.add_class::<tokenizer::PyTokenizer>()?;
     Ok(())
 }

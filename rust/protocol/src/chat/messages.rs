@@ -1,0 +1,131 @@
+//! Chat messages to canonical messages in one ordered pass: per-message content rules and
+//! tool-call / tool-result pairing (behavior.md §4.2, §4.3). The pass stops at the first
+//! error in message order, which is the order the reference reports them in.
+
+use std::collections::HashSet;
+
+use deepseek_model::{ConversionError, Message, ToolCall};
+
+use super::content::{ContentContext, ImagePolicy, MessageText};
+use super::wire::{AssistantMessage, WireMessage};
+
+const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
+const ORPHAN_TOOL_MESSAGE: &str =
+    "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
+
+/// Convert every message, dropping system messages whose content ends up empty.
+pub(crate) fn convert_messages(
+    wire: Vec<WireMessage>,
+    ctx: &ContentContext<'_>,
+) -> Result<Vec<Message>, ConversionError> {
+    // The tool_call_id of every tool message, by raw index, for the pairing look-ahead.
+    let tool_ids: Vec<Option<String>> = wire
+        .iter()
+        .map(|m| match m {
+            WireMessage::Tool(t) => Some(t.tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    // Tool messages before this raw index answer the calls of a preceding assistant message.
+    let mut answered_until = 0;
+    let mut out = Vec::with_capacity(wire.len());
+    for (index, message) in wire.into_iter().enumerate() {
+        match message {
+            WireMessage::System(m) => {
+                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
+                if !text.text.is_empty() {
+                    out.push(with_images(Message::system(String::new()), text));
+                }
+            }
+            WireMessage::User(m) => {
+                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
+                out.push(with_images(Message::user(String::new()), text));
+            }
+            WireMessage::Assistant(m) => {
+                let message = convert_assistant(m, index, ctx)?;
+                let calls = message.calls();
+                if !calls.is_empty() {
+                    check_tool_results(calls, index, &tool_ids)?;
+                    answered_until = index + calls.len() + 1;
+                }
+                out.push(message);
+            }
+            WireMessage::Tool(m) => {
+                if index >= answered_until {
+                    return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
+                }
+                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
+                out.push(with_images(Message::tool(String::new(), Some(m.tool_call_id)), text));
+            }
+            WireMessage::LatestReminder(m) => out.push(Message::latest_reminder(m.content)),
+        }
+    }
+    Ok(out)
+}
+
+fn with_images(mut message: Message, text: MessageText) -> Message {
+    message.content = text.text;
+    message.image_sources = text.image_sources;
+    message.image_placeholders = text.image_placeholders;
+    message
+}
+
+fn convert_assistant(
+    m: AssistantMessage,
+    index: usize,
+    ctx: &ContentContext<'_>,
+) -> Result<Message, ConversionError> {
+    let has_content = m.content.is_some();
+    let text = match m.content {
+        Some(content) => ctx.convert(content, index, ImagePolicy::Rejected)?.text,
+        None => String::new(),
+    };
+    if m.tool_calls.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ConversionError::new(format!(
+            "Invalid 'messages[{index}].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead."
+        )));
+    }
+    if !has_content && m.tool_calls.is_none() {
+        return Err(ConversionError::new("Invalid assistant message: content or tool_calls must be set"));
+    }
+    let tool_calls = m.tool_calls.map(|calls| {
+        calls
+            .into_iter()
+            .map(|c| ToolCall { id: c.id, name: c.function.name, arguments: c.function.arguments })
+            .collect::<Vec<_>>()
+    });
+    if let Some(calls) = &tool_calls {
+        let mut seen = HashSet::new();
+        if let Some(dup) = calls.iter().find(|c| !seen.insert(c.id.as_str())) {
+            return Err(duplicate_id(&dup.id, index));
+        }
+    }
+    Ok(Message::assistant(text, m.reasoning_content, tool_calls, m.prefix.unwrap_or(false)))
+}
+
+/// The `calls.len()` messages after `index` must be tool messages answering distinct calls.
+fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<String>]) -> Result<(), ConversionError> {
+    let following = tool_ids.iter().skip(index + 1).take_while(|id| id.is_some()).count();
+    if following < calls.len() {
+        return Err(ConversionError::new(INSUFFICIENT_TOOL_MESSAGES));
+    }
+    let mut seen = HashSet::new();
+    let results = tool_ids.iter().enumerate().skip(index + 1).take(calls.len());
+    for (j, id) in results {
+        let id = id.as_deref().unwrap_or_default();
+        if !seen.insert(id) {
+            return Err(duplicate_id(id, j));
+        }
+        if !calls.iter().any(|c| c.id == id) {
+            return Err(ConversionError::new(format!(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn duplicate_id(id: &str, index: usize) -> ConversionError {
+    ConversionError::new(format!("Duplicate value for 'tool_call_id' of {id} in message[{index}]"))
+}
+

@@ -1,0 +1,252 @@
+//! The Chat Completions request as it arrives on the wire: serde shapes whose names, field
+//! order and types reproduce the reference's shape-error texts exactly (behavior.md §3, §4.1).
+//!
+//! Field order matters: serde reports the first missing field in declaration order, and a
+//! JSON array body is read positionally (`invalid length 0, expected struct
+//! ChatCompletionRequest with 20 elements`).
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::thinking::{RequestedEffort, ThinkingType};
+
+/// The top-level request: exactly the 20 fields of §4.1, in the reference's order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename = "ChatCompletionRequest")]
+pub(crate) struct ChatCompletionRequestWire {
+    pub messages: Vec<WireMessage>,
+    pub model: String,
+    pub frequency_penalty: Option<f32>,
+    pub logprobs: Option<bool>,
+    pub top_logprobs: Option<u8>,
+    pub max_tokens: Option<u32>,
+    pub n: Option<u8>,
+    pub presence_penalty: Option<f32>,
+    pub seed: Option<u64>,
+    pub stop: Option<Stop>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub response_format: Option<WireResponseFormat>,
+    pub tools: Option<Vec<WireTool>>,
+    pub tool_choice: Option<WireToolChoice>,
+    pub reasoning_effort: Option<RequestedEffort>,
+    pub thinking: Option<Thinking>,
+    pub parallel_tool_calls: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename = "ChatCompletionStreamOptions")]
+pub(crate) struct StreamOptions {
+    #[allow(dead_code)]
+    pub include_usage: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename = "ChatCompletionThinking")]
+pub(crate) struct Thinking {
+    #[serde(rename = "type")]
+    pub kind: ThinkingType,
+    #[allow(dead_code)]
+    pub budget_tokens: Option<u64>,
+}
+
+/// `stop`: one string or a list of strings.
+#[derive(Debug, Clone)]
+pub(crate) struct Stop(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Stop {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(s) => Ok(Stop(vec![s])),
+            list @ Value::Array(_) => serde_json::from_value(list).map(Stop).map_err(de::Error::custom),
+            _ => Err(de::Error::custom("expected a string or a list")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case", rename = "ChatCompletionRequestMessage")]
+pub(crate) enum WireMessage {
+    System(SystemMessage),
+    User(UserMessage),
+    Assistant(AssistantMessage),
+    Tool(ToolMessage),
+    LatestReminder(LatestReminderMessage),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct SystemMessage {
+    pub content: Content,
+    #[allow(dead_code)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct UserMessage {
+    pub content: Content,
+    #[allow(dead_code)]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct AssistantMessage {
+    pub content: Option<Content>,
+    #[allow(dead_code)]
+    pub name: Option<String>,
+    pub reasoning_content: Option<String>,
+    pub tool_calls: Option<Vec<WireToolCall>>,
+    pub prefix: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ToolMessage {
+    pub content: Content,
+    pub tool_call_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct LatestReminderMessage {
+    pub content: String,
+}
+
+/// `content`: a string or a list of parts.
+#[derive(Debug, Clone)]
+pub(crate) enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(s) => Ok(Content::Text(s)),
+            list @ Value::Array(_) => serde_json::from_value(list).map(Content::Parts).map_err(de::Error::custom),
+            _ => Err(de::Error::custom("content should be a string or a list")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionRequestContentBlock")]
+pub(crate) enum ContentPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+    File {},
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename = "ChatCompletionImageUrl")]
+pub(crate) struct ImageUrl {
+    pub url: String,
+    pub detail: Option<WireImageDetail>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WireImageDetail {
+    Low,
+    High,
+    Original,
+    Auto,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireToolCall {
+    pub id: String,
+    #[serde(rename = "type")]
+    #[allow(dead_code)]
+    pub kind: FunctionType,
+    pub function: WireFunctionCall,
+}
+
+/// The only tool type Chat knows.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum FunctionType {
+    Function,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireFunctionCall {
+    pub name: String,
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireTool {
+    #[serde(rename = "type")]
+    #[allow(dead_code)]
+    pub kind: FunctionType,
+    pub function: WireFunction,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct WireFunction {
+    pub name: String,
+    pub description: Option<String>,
+    pub parameters: Option<Value>,
+    pub strict: Option<bool>,
+}
+
+/// `tool_choice`: `"none" | "auto" | "required"` or `{"type":"function","function":{"name"}}`.
+#[derive(Debug, Clone)]
+pub(crate) enum WireToolChoice {
+    None,
+    Auto,
+    Required,
+    Function(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename = "ChatCompletionToolChoiceFunction")]
+struct ToolChoiceFunction {
+    name: String,
+}
+
+impl<'de> Deserialize<'de> for WireToolChoice {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        const EXPECTED: &str = "expected one of `none`, `auto`, `required` or a tool";
+        match Value::deserialize(deserializer)? {
+            Value::String(s) => match s.as_str() {
+                "none" => Ok(WireToolChoice::None),
+                "auto" => Ok(WireToolChoice::Auto),
+                "required" => Ok(WireToolChoice::Required),
+                _ => Err(de::Error::custom(EXPECTED)),
+            },
+            Value::Object(mut map) => {
+                let Some(kind) = map.remove("type") else {
+                    return Err(de::Error::custom(EXPECTED));
+                };
+                let _: FunctionType =
+                    serde_json::from_value(kind).map_err(|e| de::Error::custom(format!("field `type`: {e}")))?;
+                let function = map.remove("function").unwrap_or(Value::Null);
+                let function: ToolChoiceFunction = serde_json::from_value(function)
+                    .map_err(|e| de::Error::custom(format!("field `function`: {e}")))?;
+                Ok(WireToolChoice::Function(function.name))
+            }
+            _ => Err(de::Error::custom(EXPECTED)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionResponseFormat")]
+pub(crate) enum WireResponseFormat {
+    JsonObject,
+    JsonSchema { json_schema: JsonSchemaFormat },
+    Regex { regex: String },
+    Text,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct JsonSchemaFormat {
+    #[allow(dead_code)]
+    pub name: Option<String>,
+    #[allow(dead_code)]
+    pub description: Option<String>,
+    pub schema: Value,
+    pub strict: Option<bool>,
+}

@@ -1,0 +1,124 @@
+//! Messages image blocks to image sources (behavior.md §6.2, §7.7): base64 data is checked
+//! as strict standard base64 and kept as a data URL; `url` sources must be http(s); `file`
+//! sources are refused. Image bytes are never fetched or decoded beyond that check.
+
+use deepseek_model::{ConversionError, ImageDetail, ImageSource, ImageSourceKind};
+
+use super::wire::MessagesImageSource;
+
+/// The image source for `source`; `error_path` prefixes errors, `path` is recorded.
+pub(crate) fn image_source(
+    source: &MessagesImageSource,
+    error_path: &str,
+    path: String,
+) -> Result<ImageSource, ConversionError> {
+    let kind = match source {
+        MessagesImageSource::Base64 { media_type, data } => {
+            if !is_strict_base64(data.as_bytes()) {
+                return Err(ConversionError::new(format!("{error_path}: base64 decode error")));
+            }
+            ImageSourceKind::DataUrl(format!("data:{};base64,{data}", media_type.as_str()))
+        }
+        MessagesImageSource::Url { url } => {
+            if !is_http_url(url) {
+                let quoted = serde_json::Value::String(url.clone()).to_string();
+                return Err(ConversionError::new(format!("{error_path}: invalid url: {quoted}")));
+            }
+            ImageSourceKind::Url(url.clone())
+        }
+        MessagesImageSource::File { .. } => {
+            return Err(ConversionError::new(format!(
+                "{error_path}: file_id is not supported. Pass the image as a base64 data url instead."
+            )))
+        }
+    };
+    Ok(ImageSource { kind, detail: ImageDetail::High, path })
+}
+
+fn is_http_url(url: &str) -> bool {
+    let lower_prefix = |prefix: &str| {
+        url.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    };
+    lower_prefix("http://") || lower_prefix("https://")
+}
+
+fn sextet(byte: u8) -> Option<u8> {
+    match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Standard alphabet, padding required, no whitespace, and no stray bits in the last group.
+fn is_strict_base64(data: &[u8]) -> bool {
+    if data.len() % 4 != 0 {
+        return false;
+    }
+    let groups = data.len() / 4;
+    for (g, group) in data.chunks(4).enumerate() {
+        let last = g + 1 == groups;
+        let pad = group.iter().rev().take_while(|b| **b == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return false;
+        }
+        let mut values = [0u8; 4];
+        for (k, byte) in group.iter().take(4 - pad).enumerate() {
+            match sextet(*byte) {
+                Some(v) => values[k] = v,
+                None => return false,
+            }
+        }
+        // The unused low bits of the last significant character must be zero.
+        if pad == 1 && values[2] & 0b11 != 0 {
+            return false;
+        }
+        if pad == 2 && values[1] & 0b1111 != 0 {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_base64_table() {
+        let cases: &[(&str, bool)] = &[
+            ("", true),
+            ("AAAA", true),
+            ("AA==", true),
+            ("AAA=", true),
+            ("AAA", false),
+            ("AB==", false),
+            ("AAB=", false),
+            ("A===", false),
+            ("AA AA", false),
+            ("A-_A", false),
+            ("AA==AAAA", false),
+            ("iVBORw0KGgo=", true),
+        ];
+        for (input, ok) in cases {
+            assert_eq!(is_strict_base64(input.as_bytes()), *ok, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn http_urls_only() {
+        for (url, ok) in [
+            ("http://a", true),
+            ("HTTP://x.com/a", true),
+            ("https://", true),
+            ("ftp://x", false),
+            ("data:image/png;base64,AAAA", false),
+            ("", false),
+        ] {
+            assert_eq!(is_http_url(url), ok, "{url:?}");
+        }
+    }
+}

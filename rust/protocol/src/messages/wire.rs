@@ -1,0 +1,275 @@
+//! The wire shape of an Anthropic Messages request, as serde sees it (behavior.md §6.1).
+//!
+//! Type names are part of the observable behaviour: serde quotes them in shape errors
+//! (`invalid length 0, expected struct MessagesRequest with 13 elements`,
+//! `expected internally tagged enum MessagesContentBlock`), so they match the reference.
+
+use serde::de::{Deserializer, Error as _};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::thinking::{RequestedEffort, ThinkingType};
+
+/// The 13 fields a Messages request is read from; everything else is ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MessagesRequest {
+    pub model: String,
+    pub messages: Vec<MessagesMessage>,
+    pub system: Option<SystemPrompt>,
+    pub tools: Option<Vec<MessagesTool>>,
+    pub tool_choice: Option<MessagesToolChoice>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub stop_sequences: Option<Vec<String>>,
+    pub stream: Option<bool>,
+    pub thinking: Option<MessagesThinking>,
+    // Shape-checked only.
+    #[allow(dead_code)]
+    pub metadata: Option<MessagesMetadata>,
+    pub output_config: Option<MessagesOutputConfig>,
+}
+
+/// One entry of `messages`, tagged by `role` with its `content` alongside.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "role", content = "content", rename_all = "lowercase")]
+pub(crate) enum MessagesMessage {
+    User(Content<MessagesContentBlock>),
+    Assistant(Content<MessagesContentBlock>),
+    System(Content<MessagesContentBlock>),
+}
+
+/// A string (one text block) or a list of blocks.
+#[derive(Debug, Clone)]
+pub(crate) enum Content<B> {
+    Text(String),
+    Blocks(Vec<B>),
+}
+
+impl<'de, B: serde::de::DeserializeOwned> Deserialize<'de> for Content<B> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(text) => Ok(Content::Text(text)),
+            Value::Array(items) => serde_json::from_value(Value::Array(items))
+                .map(Content::Blocks)
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom("expected a string or a list")),
+        }
+    }
+}
+
+/// Top-level `system`: a string or a list of text blocks.
+pub(crate) type SystemPrompt = Content<MessagesSystemBlock>;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MessagesSystemBlock {
+    Text { text: String },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MessagesContentBlock {
+    Text {
+        text: String,
+    },
+    Image {
+        source: MessagesImageSource,
+    },
+    Document {
+        source: MessagesDocumentSource,
+    },
+    Thinking {
+        thinking: String,
+    },
+    ServerToolUse {
+        #[allow(dead_code)]
+        id: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Option<Content<MessagesToolResultBlock>>,
+        #[allow(dead_code)]
+        is_error: Option<bool>,
+    },
+    WebSearchToolResult {
+        #[allow(dead_code)]
+        tool_use_id: String,
+    },
+    ToolAddition {
+        tool: MessagesToolReference,
+    },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MessagesToolReference {
+    ToolReference { name: String },
+}
+
+/// A block inside `tool_result.content`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MessagesToolResultBlock {
+    Text { text: String },
+    Image { source: MessagesImageSource },
+    Document { source: MessagesDocumentSource },
+    ToolReference { tool_name: String },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MessagesImageSource {
+    Base64 {
+        media_type: MessagesImageMediaType,
+        data: String,
+    },
+    Url {
+        url: String,
+    },
+    File {
+        #[allow(dead_code)]
+        file_id: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub(crate) enum MessagesImageMediaType {
+    #[serde(rename = "image/jpeg")]
+    Jpeg,
+    #[serde(rename = "image/jpg")]
+    Jpg,
+    #[serde(rename = "image/png")]
+    Png,
+    #[serde(rename = "image/gif")]
+    Gif,
+    #[serde(rename = "image/webp")]
+    Webp,
+}
+
+impl MessagesImageMediaType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessagesImageMediaType::Jpeg => "image/jpeg",
+            MessagesImageMediaType::Jpg => "image/jpg",
+            MessagesImageMediaType::Png => "image/png",
+            MessagesImageMediaType::Gif => "image/gif",
+            MessagesImageMediaType::Webp => "image/webp",
+        }
+    }
+}
+
+/// Only the media type of a document matters (it names the unsupported type).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MessagesDocumentSource {
+    pub media_type: Option<String>,
+}
+
+/// A declared tool: a client function tool, or a typed (server) tool.
+#[derive(Debug, Clone)]
+pub(crate) enum MessagesTool {
+    Function(FunctionTool),
+    Typed { tool_type: String, name: Option<String> },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct FunctionTool {
+    pub name: String,
+    pub description: Option<String>,
+    /// `None` when `input_schema` was absent.
+    pub input_schema: Option<Value>,
+    pub defer_loading: bool,
+}
+
+impl<'de> Deserialize<'de> for MessagesTool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let mut map = match value {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        if let Some(tool_type) = map.remove("type") {
+            let tool_type = String::deserialize(tool_type).map_err(D::Error::custom)?;
+            let name = match map.remove("name") {
+                Some(name) => Option::<String>::deserialize(name).map_err(D::Error::custom)?,
+                None => None,
+            };
+            return Ok(MessagesTool::Typed { tool_type, name });
+        }
+        fn field<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            map: &mut serde_json::Map<String, Value>,
+            name: &str,
+        ) -> Result<Option<T>, E> {
+            match map.remove(name) {
+                None => Ok(None),
+                Some(v) => Option::<T>::deserialize(v).map_err(|e| E::custom(format!("field `{name}`: {e}"))),
+            }
+        }
+        let name: Option<String> = field(&mut map, "name")?;
+        let name = name.ok_or_else(|| D::Error::missing_field("name"))?;
+        let description = field(&mut map, "description")?;
+        let defer_loading: Option<bool> = field(&mut map, "defer_loading")?;
+        let input_schema = map.remove("input_schema");
+        Ok(MessagesTool::Function(FunctionTool {
+            name,
+            description,
+            input_schema,
+            defer_loading: defer_loading.unwrap_or(false),
+        }))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub(crate) enum MessagesToolChoice {
+    Auto,
+    Any,
+    Tool { name: String },
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MessagesThinking {
+    #[serde(rename = "type")]
+    pub thinking_type: MessagesThinkingType,
+    #[allow(dead_code)]
+    pub budget_tokens: Option<u64>,
+}
+
+/// `thinking.type`, in the reference's variant order (it shows in unknown-variant errors).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MessagesThinkingType {
+    Adaptive,
+    Enabled,
+    Disabled,
+}
+
+impl From<MessagesThinkingType> for ThinkingType {
+    fn from(t: MessagesThinkingType) -> Self {
+        match t {
+            MessagesThinkingType::Adaptive => ThinkingType::Adaptive,
+            MessagesThinkingType::Enabled => ThinkingType::Enabled,
+            MessagesThinkingType::Disabled => ThinkingType::Disabled,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MessagesMetadata {
+    #[allow(dead_code)]
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MessagesOutputConfig {
+    pub effort: Option<RequestedEffort>,
+    #[allow(dead_code)]
+    pub format: Option<Value>,
+}

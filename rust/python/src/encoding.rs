@@ -1,0 +1,139 @@
+//! `DeepseekV4Encoding` / `DeepseekV41Encoding`: render a conversation, and encode it with
+//! an attached tokenizer.
+
+use std::sync::Arc;
+
+use deepseek_model::{ModelVersion, SpecialTokens};
+use deepseek_render::{render, RenderedPrompt};
+use deepseek_tokenize::Tokenizer;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use crate::conversation::PyConversation;
+use crate::errors;
+use crate::message::image_to_py;
+
+/// A rendered prompt: text, special ranges (code-point offsets) and image sources.
+#[pyclass(name = "RenderedPrompt", frozen, module = "deepseek_recipe._native")]
+pub struct PyRenderedPrompt {
+    inner: RenderedPrompt,
+    special_ranges: Vec<(usize, usize)>,
+}
+
+#[pymethods]
+impl PyRenderedPrompt {
+    #[getter]
+    fn prompt(&self) -> &str {
+        &self.inner.prompt
+    }
+    #[getter]
+    fn special_ranges(&self) -> Vec<(usize, usize)> {
+        self.special_ranges.clone()
+    }
+    #[getter]
+    fn image_sources<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner.image_sources.iter().map(|s| image_to_py(py, s)).collect()
+    }
+}
+
+/// Byte ranges of `text` as Python code-point ranges (ranges ascending, on char boundaries).
+fn code_point_ranges(text: &str, ranges: &[std::ops::Range<usize>]) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(ranges.len());
+    let (mut byte, mut chars) = (0usize, 0usize);
+    let mut advance = |to: usize| {
+        if let Some(part) = text.get(byte..to) {
+            chars += part.chars().count();
+            byte = to;
+        }
+        chars
+    };
+    for r in ranges {
+        let start = advance(r.start);
+        let end = advance(r.end);
+        out.push((start, end));
+    }
+    out
+}
+
+/// What both encoding classes hold.
+#[derive(Clone)]
+struct Encoder {
+    version: ModelVersion,
+    special_tokens: SpecialTokens,
+    tokenizer: Option<Arc<Tokenizer>>,
+}
+
+impl Encoder {
+    fn render(&self, py: Python<'_>, conversation: &PyConversation) -> PyRenderedPrompt {
+        let inner = py.detach(|| render(&conversation.inner, self.version, &self.special_tokens));
+        let special_ranges = code_point_ranges(&inner.prompt, &inner.special_ranges);
+        PyRenderedPrompt { inner, special_ranges }
+    }
+
+    fn encode(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<Vec<u32>> {
+        let tokenizer = self
+            .tokenizer
+            .clone()
+            .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
+        py.detach(|| {
+            let prompt = render(&conversation.inner, self.version, &self.special_tokens);
+            tokenizer.encode_prompt(&prompt.prompt, &prompt.special_ranges)
+        })
+        .map_err(errors::tokenize)
+    }
+}
+
+macro_rules! encoding_class {
+    ($py_name:literal, $rust:ident, $version:expr, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(name = $py_name, frozen, module = "deepseek_recipe._native")]
+        #[derive(Clone)]
+        pub struct $rust {
+            encoder: Encoder,
+        }
+
+        #[pymethods]
+        impl $rust {
+            #[new]
+            fn new() -> Self {
+                Self { encoder: Encoder { version: $version, special_tokens: SpecialTokens::default(), tokenizer: None } }
+            }
+
+            /// A copy that encodes with `tokenizer`.
+            fn with_tokenizer(&self, tokenizer: PyRef<'_, crate::tokenizer::PyTokenizer>) -> Self {
+                let mut encoder = self.encoder.clone();
+                encoder.tokenizer = Some(tokenizer.inner.clone());
+                Self { encoder }
+            }
+
+            /// A copy that renders every template token with these spellings.
+            fn with_special_tokens(&self, special_tokens: PyRef<'_, crate::special::PySpecialTokens>) -> Self {
+                let mut encoder = self.encoder.clone();
+                encoder.special_tokens = special_tokens.inner.clone();
+                Self { encoder }
+            }
+
+            fn render_conversation(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
+                self.encoder.render(py, &conversation)
+            }
+
+            /// The prompt's token ids: special ranges by lookup, text with no added-token matching.
+            fn encode(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyResult<Vec<u32>> {
+                self.encoder.encode(py, &conversation)
+            }
+        }
+    };
+}
+
+encoding_class!(
+    "DeepseekV4Encoding",
+    PyDeepseekV4Encoding,
+    ModelVersion::DeepseekV4Pro,
+    "The DeepSeek V4 (Pro) prompt format."
+);
+encoding_class!(
+    "DeepseekV41Encoding",
+    PyDeepseekV41Encoding,
+    ModelVersion::DeepseekV41Flash,
+    "The DeepSeek V4.1 (Flash) prompt format."
+);

@@ -1,0 +1,197 @@
+//! `ConversionOptions` and the enums that configure conversion.
+
+use std::collections::BTreeMap;
+
+use deepseek_model::{ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior};
+use pyo3::prelude::*;
+
+use crate::special::PySpecialTokens;
+
+/// Which prompt format and rules apply.
+#[pyclass(name = "ModelVersion", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PyModelVersion {
+    DeepseekV4Pro,
+    DeepseekV41Flash,
+}
+
+impl From<PyModelVersion> for ModelVersion {
+    fn from(v: PyModelVersion) -> Self {
+        match v {
+            PyModelVersion::DeepseekV4Pro => ModelVersion::DeepseekV4Pro,
+            PyModelVersion::DeepseekV41Flash => ModelVersion::DeepseekV41Flash,
+        }
+    }
+}
+
+impl From<ModelVersion> for PyModelVersion {
+    fn from(v: ModelVersion) -> Self {
+        match v {
+            ModelVersion::DeepseekV4Pro => PyModelVersion::DeepseekV4Pro,
+            ModelVersion::DeepseekV41Flash => PyModelVersion::DeepseekV41Flash,
+        }
+    }
+}
+
+/// What to do with assistant history that lacks reasoning in thinking mode.
+#[pyclass(name = "ReasoningContentBehavior", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PyReasoningContentBehavior {
+    FillEmpty,
+    Reject,
+}
+
+impl From<PyReasoningContentBehavior> for ReasoningContentBehavior {
+    fn from(v: PyReasoningContentBehavior) -> Self {
+        match v {
+            PyReasoningContentBehavior::FillEmpty => ReasoningContentBehavior::FillEmpty,
+            PyReasoningContentBehavior::Reject => ReasoningContentBehavior::Reject,
+        }
+    }
+}
+
+impl From<ReasoningContentBehavior> for PyReasoningContentBehavior {
+    fn from(v: ReasoningContentBehavior) -> Self {
+        match v {
+            ReasoningContentBehavior::FillEmpty => PyReasoningContentBehavior::FillEmpty,
+            ReasoningContentBehavior::Reject => PyReasoningContentBehavior::Reject,
+        }
+    }
+}
+
+/// What to do with web-search server tools the deployment cannot run.
+#[pyclass(name = "WebSearchBehavior", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PyWebSearchBehavior {
+    Drop,
+    Reject,
+}
+
+impl From<PyWebSearchBehavior> for WebSearchBehavior {
+    fn from(v: PyWebSearchBehavior) -> Self {
+        match v {
+            PyWebSearchBehavior::Drop => WebSearchBehavior::Drop,
+            PyWebSearchBehavior::Reject => WebSearchBehavior::Reject,
+        }
+    }
+}
+
+impl From<WebSearchBehavior> for PyWebSearchBehavior {
+    fn from(v: WebSearchBehavior) -> Self {
+        match v {
+            WebSearchBehavior::Drop => PyWebSearchBehavior::Drop,
+            WebSearchBehavior::Reject => PyWebSearchBehavior::Reject,
+        }
+    }
+}
+
+/// The deployment's policy for converting requests. Immutable; `with_*` return copies.
+#[pyclass(name = "ConversionOptions", frozen, module = "deepseek_recipe._native")]
+#[derive(Clone)]
+pub struct PyConversionOptions {
+    pub inner: ConversionOptions,
+}
+
+impl PyConversionOptions {
+    fn with(&self, change: impl FnOnce(&mut ConversionOptions)) -> Self {
+        let mut inner = self.inner.clone();
+        change(&mut inner);
+        Self { inner }
+    }
+}
+
+#[pymethods]
+impl PyConversionOptions {
+    #[new]
+    #[pyo3(signature = (
+        *,
+        default_thinking_mode=true,
+        reasoning_content_behavior=PyReasoningContentBehavior::FillEmpty,
+        responses_web_search=PyWebSearchBehavior::Drop,
+        messages_web_search=PyWebSearchBehavior::Reject,
+        thinking_max_tokens_upper_bound=393_216,
+        non_thinking_max_tokens_upper_bound=393_216,
+    ))]
+    fn new(
+        default_thinking_mode: bool,
+        reasoning_content_behavior: PyReasoningContentBehavior,
+        responses_web_search: PyWebSearchBehavior,
+        messages_web_search: PyWebSearchBehavior,
+        thinking_max_tokens_upper_bound: u32,
+        non_thinking_max_tokens_upper_bound: u32,
+    ) -> Self {
+        Self {
+            inner: ConversionOptions {
+                default_thinking_mode,
+                reasoning_content_behavior: reasoning_content_behavior.into(),
+                responses_web_search: responses_web_search.into(),
+                messages_web_search: messages_web_search.into(),
+                thinking_max_tokens_upper_bound,
+                non_thinking_max_tokens_upper_bound,
+                ..ConversionOptions::default()
+            },
+        }
+    }
+
+    #[getter]
+    fn default_thinking_mode(&self) -> bool {
+        self.inner.default_thinking_mode
+    }
+    #[getter]
+    fn model_versions_by_name(&self) -> BTreeMap<String, PyModelVersion> {
+        self.inner.model_versions_by_name.iter().map(|(k, v)| (k.clone(), (*v).into())).collect()
+    }
+    #[getter]
+    fn thinking_max_tokens_upper_bound(&self) -> u32 {
+        self.inner.thinking_max_tokens_upper_bound
+    }
+    #[getter]
+    fn non_thinking_max_tokens_upper_bound(&self) -> u32 {
+        self.inner.non_thinking_max_tokens_upper_bound
+    }
+    #[getter]
+    fn reasoning_content_behavior(&self) -> PyReasoningContentBehavior {
+        self.inner.reasoning_content_behavior.into()
+    }
+    #[getter]
+    fn responses_web_search(&self) -> PyWebSearchBehavior {
+        self.inner.responses_web_search.into()
+    }
+    #[getter]
+    fn messages_web_search(&self) -> PyWebSearchBehavior {
+        self.inner.messages_web_search.into()
+    }
+    #[getter]
+    fn special_tokens(&self) -> PySpecialTokens {
+        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+    }
+    fn with_default_thinking_mode(&self, default_thinking_mode: bool) -> Self {
+        self.with(|o| o.default_thinking_mode = default_thinking_mode)
+    }
+    fn with_reasoning_content_behavior(&self, reasoning_content_behavior: PyReasoningContentBehavior) -> Self {
+        self.with(|o| o.reasoning_content_behavior = reasoning_content_behavior.into())
+    }
+    fn with_responses_web_search(&self, responses_web_search: PyWebSearchBehavior) -> Self {
+        self.with(|o| o.responses_web_search = responses_web_search.into())
+    }
+    fn with_messages_web_search(&self, messages_web_search: PyWebSearchBehavior) -> Self {
+        self.with(|o| o.messages_web_search = messages_web_search.into())
+    }
+    fn with_special_tokens(&self, special_tokens: PyRef<'_, PySpecialTokens>) -> Self {
+        self.with(|o| o.special_tokens = special_tokens.inner.clone())
+    }
+    fn with_model_alias(&self, model: String, model_version: PyModelVersion) -> Self {
+        self.with(|o| {
+            o.model_versions_by_name.insert(model, model_version.into());
+        })
+    }
+    fn with_model_versions_by_name(&self, model_versions_by_name: BTreeMap<String, PyModelVersion>) -> Self {
+        self.with(|o| o.model_versions_by_name = model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect())
+    }
+    fn with_thinking_max_tokens_upper_bound(&self, thinking_max_tokens_upper_bound: u32) -> Self {
+        self.with(|o| o.thinking_max_tokens_upper_bound = thinking_max_tokens_upper_bound)
+    }
+    fn with_non_thinking_max_tokens_upper_bound(&self, non_thinking_max_tokens_upper_bound: u32) -> Self {
+        self.with(|o| o.non_thinking_max_tokens_upper_bound = non_thinking_max_tokens_upper_bound)
+    }
+}

@@ -1,0 +1,90 @@
+//! The three protocol request classes. Each is consumed by `convert`.
+
+use std::sync::Mutex;
+
+use deepseek_protocol::{intake, ChatCompletionRequest, MessagesRequest, ProtocolError, ResponsesRequest};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use serde_json::Value;
+
+use crate::conversation::PyConversationRequest;
+use crate::errors;
+use crate::options::PyConversionOptions;
+use crate::pyvalue;
+
+/// A request body given as bytes, JSON text, or a Python value tree, as a JSON value.
+fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if let Ok(bytes) = body.cast::<PyBytes>() {
+        let bytes = bytes.as_bytes().to_vec();
+        return body.py().detach(|| intake::parse_json(&bytes)).map_err(errors::protocol);
+    }
+    if let Ok(text) = body.cast::<PyString>() {
+        let text = text.to_str()?.to_owned();
+        return body.py().detach(|| intake::parse_json(text.as_bytes())).map_err(errors::protocol);
+    }
+    pyvalue::to_json(body)
+}
+
+/// A request slot that `convert` empties.
+struct Slot<T>(Mutex<Option<T>>);
+
+impl<T> Slot<T> {
+    fn new(value: T) -> Self {
+        Self(Mutex::new(Some(value)))
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&T) -> R) -> PyResult<R> {
+        let guard = self.0.lock().map_err(|_| errors::consumed_request())?;
+        guard.as_ref().map(f).ok_or_else(errors::consumed_request)
+    }
+
+    fn take(&self) -> PyResult<T> {
+        let mut guard = self.0.lock().map_err(|_| errors::consumed_request())?;
+        guard.take().ok_or_else(errors::consumed_request)
+    }
+}
+
+macro_rules! request_class {
+    ($py_name:literal, $rust:ident, $inner:ty, $doc:literal) => {
+        #[doc = $doc]
+        #[pyclass(name = $py_name, frozen, module = "deepseek_recipe._native")]
+        pub struct $rust {
+            slot: Slot<$inner>,
+        }
+
+        #[pymethods]
+        impl $rust {
+            #[new]
+            fn new(py: Python<'_>, body: &Bound<'_, PyAny>) -> PyResult<Self> {
+                let value = body_value(body)?;
+                let request = py.detach(|| <$inner>::from_value(value)).map_err(errors::protocol)?;
+                Ok(Self { slot: Slot::new(request) })
+            }
+
+            /// The requested model name.
+            #[getter]
+            fn model(&self) -> PyResult<String> {
+                self.slot.read(|r| r.model().to_owned())
+            }
+
+            /// Convert into a `ConversationRequest`; consumes the request either way.
+            fn convert(&self, py: Python<'_>, options: PyRef<'_, PyConversionOptions>) -> PyResult<PyConversationRequest> {
+                let request = self.slot.take()?;
+                let options = options.inner.clone();
+                let converted = py.detach(move || request.convert(&options));
+                converted
+                    .map(|inner| PyConversationRequest { inner })
+                    .map_err(|e| errors::protocol(ProtocolError::from(e)))
+            }
+        }
+    };
+}
+
+request_class!(
+    "ChatCompletionRequest",
+    PyChatCompletionRequest,
+    ChatCompletionRequest,
+    "An OpenAI Chat Completions request body, shape-checked."
+);
+request_class!("ResponsesRequest", PyResponsesRequest, ResponsesRequest, "An OpenAI Responses request body, shape-checked.");
+request_class!("MessagesRequest", PyMessagesRequest, MessagesRequest, "An Anthropic Messages request body, shape-checked.");

@@ -1,0 +1,119 @@
+//! Encoding a rendered prompt: the renderer's special ranges become ids by exact lookup in
+//! the added vocabulary, and every gap between them (the empty ones too) is encoded on its
+//! own by the plain pipeline, so BPE never merges across a special range and no text from
+//! a request is ever matched against the added vocabulary.
+//!
+//! Worked example: prompt `<｜User｜>hi<｜Assistant｜>` with ranges `[0..11, 13..29]` is
+//! three gaps `""`, `"hi"`, `""` and two specials; the ids are
+//! `plain("") ++ [id(<｜User｜>)] ++ plain("hi") ++ [id(<｜Assistant｜>)] ++ plain("")`.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::error::{TokenizeError, TokenizeErrorKind};
+use crate::tokenizer::Tokenizer;
+
+/// Whether the gaps of one prompt are encoded on the rayon pool or one after another.
+/// Both give identical ids; the sequential mode exists so tests can prove it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallelism {
+    Parallel,
+    Sequential,
+}
+
+/// A prompt cut at its special ranges: `gaps.len() == specials.len() + 1`, and the prompt is
+/// `gaps[0] + specials[0] + gaps[1] + … + gaps[n]`.
+struct Segments<'p> {
+    gaps: Vec<&'p str>,
+    specials: Vec<&'p str>,
+}
+
+impl<'p> Segments<'p> {
+    fn cut(prompt: &'p str, ranges: &[Range<usize>]) -> Result<Self, TokenizeError> {
+        let mut gaps = Vec::with_capacity(ranges.len() + 1);
+        let mut specials = Vec::with_capacity(ranges.len());
+        let mut cursor = 0;
+        for range in ranges {
+            let (Some(gap), Some(special)) = (
+                prompt.get(cursor..range.start).filter(|_| range.start >= cursor),
+                prompt.get(range.clone()),
+            ) else {
+                return Err(invalid_range(prompt, range));
+            };
+            gaps.push(gap);
+            specials.push(special);
+            cursor = range.end;
+        }
+        gaps.push(prompt.get(cursor..).unwrap_or_default());
+        Ok(Self { gaps, specials })
+    }
+}
+
+fn invalid_range(prompt: &str, range: &Range<usize>) -> TokenizeError {
+    TokenizeError::conversation(
+        TokenizeErrorKind::InvalidRange,
+        format_args!(
+            "special range {}..{} is not an ascending, in-bounds, character-aligned range of the {}-byte prompt",
+            range.start,
+            range.end,
+            prompt.len()
+        ),
+    )
+}
+
+impl Tokenizer {
+    /// Encode a rendered prompt: `special_ranges` (ascending byte ranges) by added-vocabulary
+    /// lookup, the gaps between them as plain text with no added-token matching, in parallel.
+    pub fn encode_prompt(&self, prompt: &str, special_ranges: &[Range<usize>]) -> Result<Vec<u32>, TokenizeError> {
+        self.encode_prompt_with(prompt, special_ranges, Parallelism::Parallel)
+    }
+
+    /// [`Tokenizer::encode_prompt`] with the gaps encoded one after another on this thread.
+    pub fn encode_prompt_sequential(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+    ) -> Result<Vec<u32>, TokenizeError> {
+        self.encode_prompt_with(prompt, special_ranges, Parallelism::Sequential)
+    }
+
+    /// [`Tokenizer::encode_prompt`] with the gap scheduling chosen by the caller.
+    pub fn encode_prompt_with(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+        parallelism: Parallelism,
+    ) -> Result<Vec<u32>, TokenizeError> {
+        let segments = Segments::cut(prompt, special_ranges)?;
+        let special_ids = segments
+            .specials
+            .iter()
+            .map(|spelling| {
+                self.added_token_id(spelling).ok_or_else(|| {
+                    TokenizeError::conversation(
+                        TokenizeErrorKind::MissingSpecialToken,
+                        format_args!("special token \"{spelling}\" is not in the added vocabulary"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        let gap_ids: Vec<Vec<u32>> = match parallelism {
+            Parallelism::Parallel => {
+                segments.gaps.par_iter().map(|gap| self.encode_plain(gap)).collect::<Result<_, _>>()?
+            }
+            Parallelism::Sequential => {
+                segments.gaps.iter().map(|gap| self.encode_plain(gap)).collect::<Result<_, _>>()?
+            }
+        };
+        let total = special_ids.len() + gap_ids.iter().map(Vec::len).sum::<usize>();
+        let mut ids = Vec::with_capacity(total);
+        let mut gaps = gap_ids.into_iter();
+        for special in special_ids {
+            ids.extend(gaps.next().unwrap_or_default());
+            ids.push(special);
+        }
+        ids.extend(gaps.flatten());
+        Ok(ids)
+    }
+}

@@ -1,0 +1,162 @@
+//! Loading a Hugging Face `tokenizer.json` and the two encoders built from it: the full
+//! pipeline (added tokens matched, as `Tokenizer.encode` in the reference) and the plain
+//! pipeline (the same normalizer, pre-tokenizer and model with an EMPTY added vocabulary,
+//! used for every piece of prompt text so that no typed spelling becomes a control token).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use tokenizers::{AddedVocabulary, DecoderWrapper, Model, Tokenizer as HfTokenizer};
+
+use crate::byte_level;
+use crate::error::{TokenizeError, TokenizeErrorKind};
+
+/// A Hugging Face `tokenizer.json` loaded for prompt encoding.
+///
+/// Immutable after loading and `Sync`: one instance serves every thread.
+pub struct Tokenizer {
+    /// The pipeline exactly as the file describes it, added vocabulary included.
+    full: HfTokenizer,
+    /// The same pipeline with no added vocabulary: what prompt text is encoded with.
+    plain: HfTokenizer,
+    /// Added-vocabulary spelling to id, for special ranges.
+    added: HashMap<String, u32>,
+    /// Raw bytes of every id, built on first use (the stream decoder's table).
+    bytes: OnceLock<HashMap<u32, Box<[u8]>>>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .field("added_tokens", &self.added.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tokenizer {
+    /// Parse `tokenizer.json` text. Errors carry the parser's message as is, for example
+    /// `expected ident at line 1 column 2` or `Model missing. at line 1 column 2`.
+    #[allow(clippy::should_implement_trait)] // the reference API's name; it returns our error type
+    pub fn from_str(json: &str) -> Result<Self, TokenizeError> {
+        let full: HfTokenizer = json.parse().map_err(|e: tokenizers::Error| load_error(&*e))?;
+        Ok(Self::from_hf(full))
+    }
+
+    /// Read and parse a `tokenizer.json` file. A missing file gives
+    /// `No such file or directory (os error 2)`.
+    pub fn from_file(path: &Path) -> Result<Self, TokenizeError> {
+        let full = HfTokenizer::from_file(path).map_err(|e| load_error(&*e))?;
+        Ok(Self::from_hf(full))
+    }
+
+    /// Wrap an already built Hugging Face tokenizer.
+    pub fn from_hf(full: HfTokenizer) -> Self {
+        let mut plain = full.clone();
+        plain.with_added_vocabulary(AddedVocabulary::new());
+        let added = full
+            .get_added_vocabulary()
+            .get_vocab()
+            .iter()
+            .map(|(spelling, id)| (spelling.clone(), *id))
+            .collect();
+        Self { full, plain, added, bytes: OnceLock::new() }
+    }
+
+    /// Full-vocabulary encode (added tokens matched), no BOS and no post-processor specials.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
+        self.full
+            .encode_fast(text, false)
+            .map(|encoding| encoding.get_ids().to_vec())
+            .map_err(|e| TokenizeError::new(TokenizeErrorKind::Encode, e.to_string()))
+    }
+
+    /// Encode text with NO added-token matching: normalizer, pre-tokenizer and model only.
+    /// Equal to Hugging Face `tokenizers` with the `added_tokens` list removed from the file.
+    ///
+    /// Like the reference, truncation and padding configured in `tokenizer.json` apply to
+    /// each call (so to each prompt gap); the DeepSeek file configures neither.
+    pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
+        if text.is_empty() && self.plain.get_padding().is_none() {
+            return Ok(Vec::new());
+        }
+        self.plain
+            .encode_fast(text, false)
+            .map(|encoding| encoding.get_ids().to_vec())
+            .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e))
+    }
+
+    /// The id of `spelling` in the added vocabulary, if it is there (special or not).
+    pub fn added_token_id(&self, spelling: &str) -> Option<u32> {
+        self.added.get(spelling).copied()
+    }
+
+    /// Every added-vocabulary spelling with its id, in no particular order.
+    pub fn added_tokens(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.added.iter().map(|(spelling, id)| (spelling.as_str(), *id))
+    }
+
+    /// The id of a token string: added vocabulary first, then the model vocabulary.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.full.token_to_id(token)
+    }
+
+    /// The token string of an id (for byte-level vocabularies, the mapped form, e.g. `Ġ`).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.full.id_to_token(id)
+    }
+
+    /// Whether `id` is an added token flagged `special` in `tokenizer.json`.
+    pub fn is_special_id(&self, id: u32) -> bool {
+        self.full
+            .get_added_vocabulary()
+            .get_added_tokens_decoder()
+            .get(&id)
+            .is_some_and(|token| token.special)
+    }
+
+    /// Number of ids, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.full.get_vocab_size(true)
+    }
+
+    /// The raw bytes an id stands for, so a decoder can join tokens before checking UTF-8.
+    /// Byte-level vocabularies map each character back to its byte; added tokens and other
+    /// decoders give the token's own text (for other decoders, as the decoder renders it).
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.bytes.get_or_init(|| self.build_byte_table()).get(&id).map(|bytes| &bytes[..])
+    }
+
+    /// Decode ids to text with the file's decoder (lossy at incomplete UTF-8).
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String, TokenizeError> {
+        self.full
+            .decode(ids, skip_special_tokens)
+            .map_err(|e| TokenizeError::new(TokenizeErrorKind::Encode, e.to_string()))
+    }
+
+    fn build_byte_table(&self) -> HashMap<u32, Box<[u8]>> {
+        let byte_level = matches!(self.full.get_decoder(), Some(DecoderWrapper::ByteLevel(_)));
+        let added = self.full.get_added_vocabulary().get_added_tokens_decoder();
+        let model_tokens = self.full.get_model().get_vocab().into_iter().map(|(token, id)| (id, token));
+        let added_tokens = added.iter().map(|(id, token)| (*id, token.content.clone()));
+        // Added tokens come last so they win, as in Hugging Face's own id lookup.
+        let tokens: HashMap<u32, String> = model_tokens.chain(added_tokens).collect();
+        tokens
+            .into_iter()
+            .filter_map(|(id, token)| {
+                let bytes = if byte_level {
+                    byte_level::token_bytes(&token)
+                } else {
+                    self.full.decode(&[id], false).ok()?.into_bytes()
+                };
+                Some((id, bytes.into_boxed_slice()))
+            })
+            .collect()
+    }
+}
+
+fn load_error(error: &(dyn std::error::Error + Send + Sync)) -> TokenizeError {
+    TokenizeError::new(TokenizeErrorKind::Load, error.to_string())
+}
+
