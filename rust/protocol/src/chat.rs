@@ -1,28 +1,209 @@
-//! OpenAI Chat Completions requests.
+//! OpenAI Chat Completions requests: the typed shape ([`ChatCompletionRequest::from_value`])
+//! and its conversion into a [`ConversationRequest`] (behavior.md §4, §7).
+//!
+//! `convert` runs the semantic checks in the order the reference reports them: the model,
+//! tool names, the message list (one ordered pass), reasoning history, prefix rules,
+//! response format against the messages, tool schemas and tool_choice, then the scalar
+//! parameters (stop, stream options, n, penalties, sampling, logprobs, max_tokens, seed).
 
-use deepseek_model::{ConversionError, ConversationRequest, ConversionOptions};
+mod content;
+mod image_url;
+mod messages;
+mod wire;
+
+use deepseek_model::{
+    ConversationRequest, Conversation, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
+    ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
+};
 use serde_json::Value;
 
-use crate::ProtocolError;
+use crate::thinking::{self, resolve_thinking};
+use crate::tools::{self, DeclaredTool, RequestedToolChoice};
+use crate::{intake, ProtocolError};
+use content::ContentContext;
+use wire::{ChatCompletionRequestWire, WireResponseFormat, WireToolChoice};
 
 /// A parsed Chat Completions request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
 pub struct ChatCompletionRequest {
-    model: String,
+    wire: ChatCompletionRequestWire,
 }
 
 impl ChatCompletionRequest {
+    /// Shape-check a JSON body. Errors carry serde's message (`missing field \`messages\``).
     pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
-        let model = value.get("model").and_then(Value::as_str).unwrap_or_default().to_owned();
-        Ok(Self { model })
+        intake::from_value(value).map(|wire| Self { wire })
     }
 
     pub fn model(&self) -> &str {
-        &self.model
+        &self.wire.model
     }
 
     pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
-        let version = options.model_version(&self.model)?;
-        Err(ConversionError::new(format!("chat conversion for {} is not built yet", version.name())))
+        let w = self.wire;
+        let version = options.model_version(&w.model)?;
+
+        let declared_tools = w.tools.unwrap_or_default();
+        for (i, tool) in declared_tools.iter().enumerate() {
+            tools::validate_tool_name(&tool.function.name, &tool_name_path(i))?;
+        }
+        if w.messages.is_empty() {
+            return Err(ConversionError::new("Empty input messages"));
+        }
+
+        let (thinking_mode, reasoning_effort) =
+            resolve_thinking(w.thinking.map(|t| t.kind), w.reasoning_effort, options.default_thinking_mode);
+        let ctx = ContentContext { version, image_token: options.special_tokens.get(SpecialToken::Image) };
+        let mut messages = messages::convert_messages(w.messages, &ctx)?;
+        thinking::apply_reasoning_history_with_tools(
+            &mut messages,
+            thinking_mode,
+            options.reasoning_content_behavior,
+            !declared_tools.is_empty(),
+        )?;
+
+        let prefix = check_prefix(&messages)?;
+        let json_object = matches!(w.response_format, Some(WireResponseFormat::JsonObject));
+        if json_object && prefix.is_some() {
+            return Err(ConversionError::new("response_format json_object should not be used with prefix"));
+        }
+        if json_object && !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
+            return Err(ConversionError::new(
+                "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'.",
+            ));
+        }
+
+        let has_declared_tools = !declared_tools.is_empty();
+        let declared = declared_tools
+            .into_iter()
+            .map(|t| DeclaredTool {
+                name: t.function.name,
+                description: t.function.description,
+                parameters: t.function.parameters,
+                strict: t.function.strict,
+                defer_loading: false,
+            })
+            .collect();
+        let tool_defs = tools::validate_tools(declared, &tool_name_path)?;
+        let requested_choice = match w.tool_choice {
+            None | Some(WireToolChoice::Auto) => RequestedToolChoice::Auto,
+            Some(WireToolChoice::None) => RequestedToolChoice::None,
+            Some(WireToolChoice::Required) => RequestedToolChoice::Required,
+            Some(WireToolChoice::Function(name)) => RequestedToolChoice::Named(name),
+        };
+        let (tool_defs, tool_choice) = tools::apply_tool_choice(tool_defs, requested_choice, thinking_mode)?;
+        if prefix.is_some() && has_declared_tools {
+            return Err(ConversionError::new("Function call should not be used with prefix"));
+        }
+
+        let stop_sequences = w.stop.map(|s| s.0).unwrap_or_default();
+        thinking::check_stop_sequences(&stop_sequences)?;
+        if w.stream_options.is_some() && w.stream != Some(true) {
+            return Err(ConversionError::new("stream_options should be set along with stream = true"));
+        }
+        let strict_tools = tool_choice != ToolChoice::None && tool_defs.iter().any(|t| t.strict == Some(true));
+        if strict_tools && w.response_format.is_some() {
+            return Err(ConversionError::new("response_format should not be used with tools"));
+        }
+        if w.n.is_some_and(|n| n != 1) {
+            return Err(ConversionError::new("Invalid n value (currently only n = 1 is supported)"));
+        }
+        check_penalty("presence_penalty", w.presence_penalty)?;
+        check_penalty("frequency_penalty", w.frequency_penalty)?;
+        let (temperature, top_p) = thinking::sampling(version, thinking_mode, w.temperature, w.top_p)?;
+        let logprobs = w.logprobs.unwrap_or(false);
+        if w.top_logprobs.is_some() && !logprobs {
+            return Err(ConversionError::new(
+                "Invalid top_logprobs and logprobs value, logprobs must be set to true if top_logprobs is used.",
+            ));
+        }
+        thinking::check_top_logprobs(w.top_logprobs)?;
+        let max_tokens = thinking::check_max_tokens(w.max_tokens, thinking_mode, options, false)?;
+        if w.seed.is_some_and(|s| s >= 1 << 63) {
+            return Err(ConversionError::new("Invalid seed value, the valid range of seed is [0, 2^63)"));
+        }
+
+        let (response_format, format_schema) = match w.response_format {
+            None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
+            Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+            Some(WireResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
+            Some(WireResponseFormat::JsonSchema { json_schema }) => {
+                let constrained = if json_schema.strict == Some(true) {
+                    tools::normalize_strict_schema(&json_schema.schema)?
+                } else {
+                    json_schema.schema.clone()
+                };
+                (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
+            }
+        };
+        let output_constraint =
+            tools::output_constraint(&tool_defs, tool_choice, &response_format, format_schema.as_ref(), version);
+
+        let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
+        let parsing_options = ParsingOptions {
+            parse_tool_calls: tools_active,
+            starts_in_tool_calls: tools_active && tool_choice == ToolChoice::Required,
+            parse_json_output: json_object,
+            thinking_initial_stage: thinking_mode.then(|| prefix.unwrap_or(ThinkingInitialStage::ReasoningStart)),
+            stop_sequences,
+            special_tokens: options.special_tokens.clone(),
+        };
+        let inference_options = InferenceOptions {
+            max_tokens,
+            temperature,
+            top_p,
+            logprobs,
+            top_logprobs: w.top_logprobs,
+            seed: w.seed,
+            output_constraint,
+        };
+        let conversation = Conversation {
+            messages,
+            thinking_mode,
+            tools: tool_defs,
+            tool_choice,
+            reasoning_effort,
+            response_format,
+        };
+        Ok(ConversationRequest {
+            conversation,
+            inference_options,
+            parsing_options,
+            model_version: version,
+            stream: w.stream.unwrap_or(false),
+        })
+    }
+}
+
+fn tool_name_path(i: usize) -> String {
+    format!("tools[{i}].function.name")
+}
+
+/// §4.4: `prefix` only on a final assistant message. Returns the thinking stage the prefix
+/// message implies, or `None` without a prefix message.
+fn check_prefix(messages: &[Message]) -> Result<Option<ThinkingInitialStage>, ConversionError> {
+    let misplaced = messages.iter().rev().skip(1).any(|m| m.prefix);
+    if misplaced {
+        return Err(ConversionError::new(
+            "Invalid completion message: prefix set true with message which is not final message or message role is not assistant",
+        ));
+    }
+    Ok(messages.last().filter(|m| m.prefix && m.role == Role::Assistant).map(|m| {
+        if !m.content.is_empty() {
+            ThinkingInitialStage::ContentContinuation
+        } else if m.reasoning_content.as_deref().is_some_and(|r| !r.is_empty()) {
+            ThinkingInitialStage::ReasoningContinuation
+        } else {
+            ThinkingInitialStage::ReasoningStart
+        }
+    }))
+}
+
+fn check_penalty(name: &str, value: Option<f32>) -> Result<(), ConversionError> {
+    match value {
+        Some(v) if !(-2.0..=2.0).contains(&v) => Err(ConversionError::new(format!(
+            "Invalid {name} value, the valid range of {name} is [-2, 2]"
+        ))),
+        _ => Ok(()),
     }
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod intake;
 pub mod messages;
 pub mod responses;
+pub mod schema;
 pub mod thinking;
 pub mod tools;
 

@@ -71,6 +71,18 @@ pub fn sampling(
     temperature: Option<f32>,
     top_p: Option<f32>,
 ) -> Result<(Option<f32>, Option<f32>), ConversionError> {
+    sampling_with_tools(version, thinking_mode, false, temperature, top_p)
+}
+
+/// [`sampling`] with the V4 rule the reference also applies: in thinking mode with active
+/// tools (some tool left and tool_choice not `none`), V4's top_p is 0.95.
+pub fn sampling_with_tools(
+    version: ModelVersion,
+    thinking_mode: bool,
+    tools_active: bool,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+) -> Result<(Option<f32>, Option<f32>), ConversionError> {
     if let Some(t) = temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(ConversionError::new("Invalid temperature value, the valid range of temperature is [0, 2]"));
@@ -83,13 +95,16 @@ pub fn sampling(
     }
     let temperature = if thinking_mode { 1.0 } else { temperature.unwrap_or(1.0) };
     let top_p = match (version.is_v41(), thinking_mode) {
+        (false, true) if tools_active => THINKING_TOP_P_FLOOR,
         (false, true) => 1.0,
         (false, false) => top_p.unwrap_or(1.0),
-        (true, true) => top_p.map_or(1.0, |p| p.max(0.95)),
+        (true, true) => top_p.map_or(1.0, |p| p.max(THINKING_TOP_P_FLOOR)),
         (true, false) => 1.0,
     };
     Ok((Some(temperature), Some(top_p)))
 }
+
+const THINKING_TOP_P_FLOOR: f32 = 0.95;
 
 /// §3: check `max_tokens` against the bound of the resolved thinking mode. With `lower`
 /// (Messages), values above the bound are lowered to it instead of rejected.
@@ -150,9 +165,10 @@ pub fn apply_reasoning_history(
     apply_reasoning_history_with_tools(messages, thinking_mode, behavior, false)
 }
 
-/// §7.4 as the reference applies it to Chat: when the request declares tools (even with
-/// `tool_choice: "none"`), *every* assistant message after the last user message must carry
-/// reasoning under `Reject`, not only those with tool calls.
+/// §7.4 as the reference applies it. Under `Reject`, an assistant message after the last user
+/// message must carry reasoning when it made tool calls, or when the request declares tools
+/// at all (even with `tool_choice: "none"`). A message with a tool-call id in the
+/// reference's own ET format (`_ET_` at character 5 or 7, e.g. `call_00_ET_…`) is exempt.
 pub fn apply_reasoning_history_with_tools(
     messages: &mut [Message],
     thinking_mode: bool,
@@ -171,6 +187,7 @@ pub fn apply_reasoning_history_with_tools(
             m.role == Role::Assistant
                 && m.reasoning_content.is_none()
                 && (request_has_tools || !m.calls().is_empty())
+                && !m.calls().iter().any(|c| is_et_call_id(&c.id))
         });
         if missing {
             return Err(ConversionError::new(
@@ -182,6 +199,13 @@ pub fn apply_reasoning_history_with_tools(
         message.reasoning_content.get_or_insert_with(String::new);
     }
     Ok(())
+}
+
+/// Whether a tool-call id has the ET marker where the reference looks for it.
+pub fn is_et_call_id(id: &str) -> bool {
+    const MARKER: [char; 4] = ['_', 'E', 'T', '_'];
+    let chars: Vec<char> = id.chars().take(11).collect();
+    [5, 7].iter().any(|&at| chars.get(at..at + MARKER.len()) == Some(&MARKER[..]))
 }
 
 #[cfg(test)]
@@ -218,6 +242,24 @@ mod tests {
         assert_eq!(sampling(v4, true, Some(0.3), Some(0.5)), Ok((Some(1.0), Some(1.0))));
         assert!(sampling(v4, true, Some(2.5), None).is_err());
         assert!(sampling(v4, true, None, Some(0.0)).is_err());
+    }
+
+    #[test]
+    fn et_call_ids() {
+        let cases = [
+            ("call_00_ET_aNDvwmaxocc6Ure2Xzmg1452", true),
+            ("call__ET_", true),
+            ("call_ab_ET_x", true),
+            ("callxxx_ET_y", true),
+            ("call_1_ET_x", false),
+            ("call_000_ET_x", false),
+            ("call_00_et_a", false),
+            ("call_\u{e9}_ET_y", false),
+            ("", false),
+        ];
+        for (id, want) in cases {
+            assert_eq!(is_et_call_id(id), want, "{id}");
+        }
     }
 
     #[test]

@@ -1,44 +1,76 @@
 //! Tool definitions shared by all protocols (behavior.md §7.5, §7.6, §2.4 constraints):
-//! name validation, parameter-schema validation, strict-schema normalization, tool_choice
-//! semantics and the output constraint.
+//! name validation, parameter-schema validation (the schema rules live in
+//! [`crate::schema`]), uniqueness, tool_choice semantics and the output constraint.
 //!
-//! INTERFACE STUB written by the lead: the tools helper owns this file (and may add
-//! `schema.rs` for the strict normalizer / meta-schema validator); the signatures are relied
-//! on by chat.rs, responses.rs and messages.rs.
+//! Check order, as the reference reports it: every tool name first (in declaration
+//! order); then, tool by tool, "name already seen" and that tool's schema; then, once the
+//! caller has resolved thinking mode, the tool choice (named tool exists → thinking-mode
+//! restriction → filtering).
 
 use deepseek_model::{
     ConversionError, ModelVersion, OutputConstraint, ResponseFormat, ToolChoice, ToolDefinition,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::schema::{self, SchemaUse};
 
 /// A function tool as a protocol declared it, before validation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredTool {
     pub name: String,
     pub description: Option<String>,
-    /// `None` when the request had no `parameters` or `null` (becomes `{}`).
+    /// `None` when the request had no `parameters` or `null` (becomes `{}`). A protocol
+    /// whose schema field is required in practice (Messages `input_schema`) passes
+    /// `Some(Value::Null)` for a missing one, which then fails the schema check.
     pub parameters: Option<Value>,
     pub strict: Option<bool>,
     pub defer_loading: bool,
 }
 
+const NAME_MAX_BYTES: usize = 128;
+
 /// §7.6 name rules. `path` is the error path, e.g. `tools[0].function.name` (Chat) or
 /// `tools[0].name` (Messages, Responses namespaces).
 pub fn validate_tool_name(name: &str, path: &str) -> Result<(), ConversionError> {
-    let _ = (name, path);
+    if name.is_empty() {
+        return Err(ConversionError::new(format!(
+            "Invalid '{path}': empty string. Expected a string with minimum length 1, but got an empty string instead."
+        )));
+    }
+    if name.len() > NAME_MAX_BYTES {
+        return Err(ConversionError::new(format!(
+            "Invalid '{path}': string too long. Expected a string with maximum length {NAME_MAX_BYTES}, but got a string with length {} instead.",
+            name.len()
+        )));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(ConversionError::new(format!(
+            "Invalid '{path}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        )));
+    }
     Ok(())
 }
 
-/// §7.6 schema rules for one tool: a missing/null schema becomes `{}`; non-strict schemas
-/// are validated and kept verbatim; strict ones are normalized. Returns the stored schema.
+/// §7.6 schema rules for one tool: a missing/null schema becomes `{}` (or, for a strict
+/// tool, the normalized empty object); non-strict schemas are validated and kept verbatim;
+/// strict ones are normalized. Returns the stored schema.
 pub fn validate_parameters(function: &str, parameters: Option<Value>, strict: bool) -> Result<Value, ConversionError> {
-    let _ = (function, strict);
-    Ok(parameters.unwrap_or_else(|| Value::Object(Default::default())))
+    match (parameters, strict) {
+        (None, false) => Ok(Value::Object(Map::new())),
+        (None, true) => Ok(schema::strict_empty_parameters()),
+        (Some(parameters), false) => {
+            schema::check_tool_parameters(function, &parameters)?;
+            Ok(parameters)
+        }
+        (Some(parameters), true) => normalize_strict_schema(&parameters),
+    }
 }
 
-/// §7.6 strict normalization (also used for strict json_schema response formats).
+/// §7.6 strict normalization of a function tool's parameters. Strict `json_schema`
+/// response formats word their errors differently: use
+/// [`schema::normalize_strict`] with [`SchemaUse::ResponseFormat`] for those.
 pub fn normalize_strict_schema(schema: &Value) -> Result<Value, ConversionError> {
-    Ok(schema.clone())
+    schema::normalize_strict(schema, SchemaUse::ToolParameters)
 }
 
 /// Validate every declared tool (names with `name_path(i)`, schemas, uniqueness) in the
@@ -47,17 +79,33 @@ pub fn validate_tools(
     tools: Vec<DeclaredTool>,
     name_path: &dyn Fn(usize) -> String,
 ) -> Result<Vec<ToolDefinition>, ConversionError> {
-    let _ = name_path;
-    Ok(tools
-        .into_iter()
-        .map(|t| ToolDefinition {
-            name: t.name,
-            description: t.description,
-            parameters: t.parameters,
-            strict: t.strict,
-            defer_loading: t.defer_loading,
-        })
-        .collect())
+    for (i, tool) in tools.iter().enumerate() {
+        validate_tool_name(&tool.name, &name_path(i))?;
+    }
+    validate_tool_schemas(tools)
+}
+
+/// The part of [`validate_tools`] after the names: for each tool in order, a name seen
+/// before gives `Tool names must be unique.`, then its schema is checked. For callers that
+/// validate names themselves (Responses namespaces, whose combined names skip the pattern).
+pub fn validate_tool_schemas(tools: Vec<DeclaredTool>) -> Result<Vec<ToolDefinition>, ConversionError> {
+    let mut seen: Vec<String> = Vec::with_capacity(tools.len());
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in tools {
+        if seen.contains(&tool.name) {
+            return Err(ConversionError::new("Tool names must be unique."));
+        }
+        let parameters = validate_parameters(&tool.name, tool.parameters, tool.strict == Some(true))?;
+        seen.push(tool.name.clone());
+        out.push(ToolDefinition {
+            name: tool.name,
+            description: tool.description,
+            parameters: Some(parameters),
+            strict: tool.strict,
+            defer_loading: tool.defer_loading,
+        });
+    }
+    Ok(out)
 }
 
 /// A tool_choice as any protocol spells it.
@@ -71,17 +119,46 @@ pub enum RequestedToolChoice {
 
 /// §7.5: check the named tool exists, then the thinking-mode restriction, then filter.
 /// Returns the remaining tools and the canonical choice.
+///
+/// - `none` empties the tool list;
+/// - `required` or a named tool with no tools at all is silently `auto`;
+/// - a named tool that is not declared is an error whatever the thinking mode;
+/// - `required` / named with thinking on is an error; otherwise the choice is `required`,
+///   filtered to the named tool.
 pub fn apply_tool_choice(
     tools: Vec<ToolDefinition>,
     choice: RequestedToolChoice,
     thinking_mode: bool,
 ) -> Result<(Vec<ToolDefinition>, ToolChoice), ConversionError> {
-    let _ = (choice, thinking_mode);
-    Ok((tools, ToolChoice::Auto))
+    let named = match choice {
+        RequestedToolChoice::None => return Ok((Vec::new(), ToolChoice::None)),
+        RequestedToolChoice::Auto => return Ok((tools, ToolChoice::Auto)),
+        _ if tools.is_empty() => return Ok((tools, ToolChoice::Auto)),
+        RequestedToolChoice::Required => None,
+        RequestedToolChoice::Named(name) => Some(name),
+    };
+    if let Some(name) = &named {
+        if !tools.iter().any(|t| &t.name == name) {
+            return Err(ConversionError::new(format!(
+                "Invalid value for 'tool_call': no function named '{name}' was specified in the 'tools' parameter."
+            )));
+        }
+    }
+    if thinking_mode {
+        return Err(ConversionError::new("Thinking mode does not support this tool_choice"));
+    }
+    let tools = match named {
+        Some(name) => tools.into_iter().filter(|t| t.name == name).collect(),
+        None => tools,
+    };
+    Ok((tools, ToolChoice::Required))
 }
 
 /// §2.4: the output constraint for the final tools, choice and response format.
 /// `format_schema` is the schema to constrain with for `JsonSchema` (normalized when strict).
+///
+/// Tools win: with tools left and a choice other than `none`, the constraint is the tool
+/// list (`tool_call`, or `tool_call_required`); otherwise the response format decides.
 pub fn output_constraint(
     tools: &[ToolDefinition],
     tool_choice: ToolChoice,
@@ -89,6 +166,38 @@ pub fn output_constraint(
     format_schema: Option<&Value>,
     version: ModelVersion,
 ) -> Option<OutputConstraint> {
-    let _ = (tools, tool_choice, format, format_schema, version);
-    None
+    if !tools.is_empty() && tool_choice != ToolChoice::None {
+        let kind = if tool_choice == ToolChoice::Required { "tool_call_required" } else { "tool_call" };
+        return Some(OutputConstraint { kind: kind.to_owned(), schema: tool_list_json(tools, version) });
+    }
+    let (kind, schema) = match format {
+        ResponseFormat::Text => return None,
+        ResponseFormat::JsonObject => ("json", String::new()),
+        ResponseFormat::JsonSchema(schema) => ("json", format_schema.unwrap_or(schema).to_string()),
+        ResponseFormat::Regex(regex) => ("regex", regex.clone()),
+    };
+    Some(OutputConstraint { kind: kind.to_owned(), schema })
+}
+
+/// The compact tool list of a `tool_call` constraint: Chat-style function tools, with a
+/// `"defer_loading":true` sibling of `function` for deferred tools on V4.1 only.
+pub fn tool_list_json(tools: &[ToolDefinition], version: ModelVersion) -> String {
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let mut function = Map::new();
+            function.insert("name".into(), Value::String(tool.name.clone()));
+            function.insert("description".into(), tool.description.clone().map_or(Value::Null, Value::String));
+            function.insert("parameters".into(), tool.parameters.clone().unwrap_or(Value::Null));
+            function.insert("strict".into(), tool.strict.map_or(Value::Null, Value::Bool));
+            let mut entry = Map::new();
+            entry.insert("type".into(), Value::String("function".into()));
+            entry.insert("function".into(), Value::Object(function));
+            if tool.defer_loading && version.is_v41() {
+                entry.insert("defer_loading".into(), Value::Bool(true));
+            }
+            Value::Object(entry)
+        })
+        .collect();
+    Value::Array(list).to_string()
 }

@@ -1,6 +1,5 @@
 //! Every error kind of the stage crates mapped to its Python exception, in one place.
 
-use deepseek_model::ConversionError;
 use deepseek_protocol::ProtocolError;
 use deepseek_tokenize::TokenizeError;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -8,27 +7,27 @@ use pyo3::prelude::*;
 
 pyo3::create_exception!(
     _native,
-    PyConversionError,
+    ConversionError,
     pyo3::exceptions::PyException,
     "A request that parsed but cannot be served. `status_code` is the HTTP status and `body` the OpenAI-style error body."
 );
 pyo3::create_exception!(
     _native,
-    PyImageError,
+    ImageError,
     pyo3::exceptions::PyException,
     "An image could not be fetched or decoded. `kind` names the failure; `is_retryable` says whether retrying may help."
 );
 pyo3::create_exception!(
     _native,
-    PyCalcResizeError,
+    CalcResizeError,
     pyo3::exceptions::PyValueError,
     "An image size that cannot be fitted to the model's grid."
 );
 
 /// A `ConversionError` carrying `status_code` and `body`.
-pub fn conversion(err: ConversionError) -> PyErr {
+pub fn conversion(err: deepseek_model::ConversionError) -> PyErr {
     Python::attach(|py| {
-        let e = PyConversionError::new_err(err.message.clone());
+        let e = ConversionError::new_err(err.message.clone());
         let value = e.value(py);
         let annotated = value
             .setattr("status_code", err.status_code())

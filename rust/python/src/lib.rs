@@ -21,9 +21,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("IMAGE_SPECIAL_TOKEN_ID", 129_264)?;
 
-    m.add("ConversionError", py.get_type::<errors::PyConversionError>())?;
-    m.add("ImageError", py.get_type::<errors::PyImageError>())?;
-    m.add("CalcResizeError", py.get_type::<errors::PyCalcResizeError>())?;
+    m.add("ConversionError", py.get_type::<errors::ConversionError>())?;
+    m.add("ImageError", py.get_type::<errors::ImageError>())?;
+    m.add("CalcResizeError", py.get_type::<errors::CalcResizeError>())?;
 
     m.add_class::<special::PySpecialToken>()?;
     m.add_class::<special::PySpecialTokens>()?;

@@ -36,10 +36,15 @@ pub(crate) fn write_tool_calls(w: &mut Writer<'_>, dialect: &Dialect, calls: &[T
     if calls.is_empty() {
         return;
     }
+    // V4 lists the calls ordered by id (stable for equal ids); V4.1 keeps the given order.
+    let mut ordered: Vec<&ToolCall> = calls.iter().collect();
+    if !dialect.v41 {
+        ordered.sort_by(|a, b| a.id.cmp(&b.id));
+    }
     w.text("\n\n");
     open_tag(w, dialect.calls_tag);
     w.text("\n");
-    for (index, call) in calls.iter().enumerate() {
+    for (index, call) in ordered.into_iter().enumerate() {
         if index > 0 {
             w.text("\n");
         }

@@ -1,11 +1,30 @@
 //! Renders a canonical conversation into the exact prompt text DeepSeek V4 / V4.1 were
 //! trained on, with the special ranges (byte offsets of every template token the renderer
-//! emitted). It refuses to tokenize and never fails: it renders whatever the conversation
-//! holds.
+//! emitted) and the image sources in prompt order. It refuses to tokenize and never fails:
+//! it renders whatever the conversation holds, including conversations conversion would
+//! reject. User-supplied text is always plain text; only template tokens and the image
+//! placeholders a message marks become special ranges.
+//!
+//! Layout (behavior.md §8.3): BOS, the head system block (effort preamble, system text,
+//! tools block, format section), each normalized block, the generation suffix unless the
+//! prompt ends in a prefix assistant, and the required-tool opener.
+
+mod dialect;
+mod dsml;
+mod message;
+mod normalize;
+mod tools_block;
+mod writer;
 
 use std::ops::Range;
 
-use deepseek_model::{Conversation, ImageSource, ModelVersion, SpecialTokens};
+use deepseek_model::pyjson::pyjson;
+use deepseek_model::{Conversation, ImageSource, Message, ModelVersion, ResponseFormat, SpecialToken, SpecialTokens, ToolChoice};
+
+use crate::dialect::{Dialect, JSON_SCHEMA_SECTION};
+use crate::message::Context;
+use crate::normalize::{normalize, Block};
+use crate::writer::Writer;
 
 /// A rendered prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -19,6 +38,89 @@ pub struct RenderedPrompt {
 
 /// Render `conversation` for `version` with the given special-token spellings.
 pub fn render(conversation: &Conversation, version: ModelVersion, special_tokens: &SpecialTokens) -> RenderedPrompt {
-    let _ = (conversation, version, special_tokens);
-    RenderedPrompt::default()
+    let dialect = Dialect::of(version);
+    let ctx = Context { dialect, thinking: conversation.thinking_mode, tools_active: conversation.tools_active() };
+    let empty_head = Message::system("");
+    let normalized = normalize(conversation, &dialect, &empty_head);
+    let preamble = if ctx.thinking { dialect.effort_preamble(conversation.reasoning_effort) } else { None };
+
+    let mut w = Writer::new(special_tokens);
+    w.special(SpecialToken::Bos);
+
+    if dialect.v41 {
+        // The preamble opens the first system block, or stands alone before a first
+        // non-system block; an empty conversation gets none.
+        let starts_with_system = matches!(normalized.blocks.first(), Some(Block::System { .. }));
+        if let (Some(text), false, false) = (&preamble, starts_with_system, normalized.blocks.is_empty()) {
+            w.special(SpecialToken::System);
+            w.text(text);
+            w.text("\n\n");
+        }
+    } else {
+        if let Some(text) = &preamble {
+            w.text(text);
+            w.text("\n\n");
+        }
+        // Non-empty system texts joined by a blank line; every source is listed in order.
+        let mut wrote_text = false;
+        for system in &normalized.hoisted_systems {
+            if !system.content.is_empty() {
+                if wrote_text {
+                    w.text("\n\n");
+                }
+                wrote_text = true;
+            }
+            w.content(system);
+        }
+        write_head_sections(&mut w, &ctx, conversation);
+    }
+
+    let count = normalized.blocks.len();
+    for (index, block) in normalized.blocks.iter().enumerate() {
+        match block {
+            Block::System { message, head } => {
+                w.special(SpecialToken::System);
+                if *head {
+                    if let Some(text) = &preamble {
+                        w.text(text);
+                        w.text("\n\n");
+                    }
+                    w.content(message);
+                    write_head_sections(&mut w, &ctx, conversation);
+                    message::write_message_tools(&mut w, message);
+                } else {
+                    message::write_system_body(&mut w, message);
+                }
+            }
+            Block::UserRun(run) => message::write_user_run(&mut w, run),
+            Block::LatestReminder(reminder) => message::write_reminder(&mut w, reminder),
+            Block::Assistant(assistant) => message::write_assistant(&mut w, &ctx, assistant, index + 1 == count),
+        }
+    }
+
+    if !normalized.ends_with_prefix() {
+        w.special(SpecialToken::Assistant);
+        w.special(if ctx.thinking { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
+    }
+    if conversation.tool_choice == ToolChoice::Required && !conversation.tools.is_empty() {
+        dsml::write_required_opener(&mut w, &dialect);
+    }
+    w.finish()
+}
+
+/// The sections appended to the head system text: the tools block when tools are active,
+/// then the response-format section.
+fn write_head_sections(w: &mut Writer<'_>, ctx: &Context, conversation: &Conversation) {
+    if ctx.tools_active {
+        w.text("\n\n");
+        tools_block::write_tools_block(w, &ctx.dialect, &conversation.tools);
+    }
+    match &conversation.response_format {
+        ResponseFormat::JsonObject => w.text(ctx.dialect.json_object_section),
+        ResponseFormat::JsonSchema(schema) => {
+            w.text(JSON_SCHEMA_SECTION);
+            w.text(&pyjson(schema));
+        }
+        ResponseFormat::Text | ResponseFormat::Regex(_) => {}
+    }
 }

@@ -101,7 +101,7 @@ fn into_blocks<'a>(messages: &[&'a Message], v41: bool) -> Vec<Block<'a>> {
     blocks
 }
 
-/// The position of `message`'s tool_call_id among `calls`' ids.
+/// V4.1: the position of `message`'s tool_call_id among `calls`' ids.
 fn call_position(calls: &Message, message: &Message) -> Option<usize> {
     let id = message.tool_call_id.as_deref()?;
     if message.role != Role::Tool {
@@ -111,8 +111,9 @@ fn call_position(calls: &Message, message: &Message) -> Option<usize> {
 }
 
 /// V4: the N messages right after an assistant with N calls (systems already hoisted away)
-/// are stably sorted by call order; anything that answers none of the calls goes last. No
-/// sort happens when fewer than N messages follow.
+/// are stably sorted: tool messages by `tool_call_id` (absent first), then everything else.
+/// This matches the call order V4 renders (calls sorted by id). No sort happens when fewer
+/// than N messages follow.
 fn sort_result_windows_v4(messages: &mut [&Message]) {
     for index in 0..messages.len() {
         let Some(&assistant) = messages.get(index) else { continue };
@@ -121,9 +122,13 @@ fn sort_result_windows_v4(messages: &mut [&Message]) {
             continue;
         }
         if let Some(window) = messages.get_mut(index + 1..index + 1 + count) {
-            window.sort_by_key(|m| call_position(assistant, m).unwrap_or(count));
+            window.sort_by(|a, b| v4_result_key(a).cmp(&v4_result_key(b)));
         }
     }
+}
+
+fn v4_result_key(message: &Message) -> (bool, Option<&str>) {
+    (message.role != Role::Tool, message.tool_call_id.as_deref())
 }
 
 /// V4.1: inside each user/tool run, the tool messages are stably sorted (among the positions

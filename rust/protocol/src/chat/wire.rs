@@ -1,7 +1,8 @@
 //! The Chat Completions request as it arrives on the wire: serde shapes whose names, field
 //! order and types reproduce the reference's shape-error texts exactly (behavior.md §3, §4.1).
 //!
-//! Field order matters: serde reports the first missing field in declaration order, and a
+//! Type names and field order matter: serde's messages name the Rust type (`expected struct
+//! ChatCompletionThinking`) and report the first missing field in declaration order; a
 //! JSON array body is read positionally (`invalid length 0, expected struct
 //! ChatCompletionRequest with 20 elements`).
 
@@ -13,9 +14,8 @@ use crate::thinking::{RequestedEffort, ThinkingType};
 
 /// The top-level request: exactly the 20 fields of §4.1, in the reference's order.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ChatCompletionRequest")]
-pub(crate) struct ChatCompletionRequestWire {
-    pub messages: Vec<WireMessage>,
+pub(crate) struct ChatCompletionRequest {
+    pub messages: Vec<ChatCompletionRequestMessage>,
     pub model: String,
     pub frequency_penalty: Option<f32>,
     pub logprobs: Option<bool>,
@@ -26,29 +26,28 @@ pub(crate) struct ChatCompletionRequestWire {
     pub seed: Option<u64>,
     pub stop: Option<Stop>,
     pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
+    pub stream_options: Option<ChatCompletionStreamOptions>,
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
-    pub response_format: Option<WireResponseFormat>,
+    pub response_format: Option<ChatCompletionResponseFormat>,
     pub tools: Option<Vec<WireTool>>,
     pub tool_choice: Option<WireToolChoice>,
     pub reasoning_effort: Option<RequestedEffort>,
-    pub thinking: Option<Thinking>,
+    pub thinking: Option<ChatCompletionThinking>,
+    /// Type-checked only; it has no effect (§4.1).
+    #[allow(dead_code)]
     pub parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ChatCompletionStreamOptions")]
-pub(crate) struct StreamOptions {
+pub(crate) struct ChatCompletionStreamOptions {
     #[allow(dead_code)]
     pub include_usage: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ChatCompletionThinking")]
-pub(crate) struct Thinking {
-    #[serde(rename = "type")]
-    pub kind: ThinkingType,
+pub(crate) struct ChatCompletionThinking {
+        pub kind: ThinkingType,
     #[allow(dead_code)]
     pub budget_tokens: Option<u64>,
 }
@@ -68,8 +67,8 @@ impl<'de> Deserialize<'de> for Stop {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case", rename = "ChatCompletionRequestMessage")]
-pub(crate) enum WireMessage {
+#[serde(tag = "role", rename_all = "snake_case")]
+pub(crate) enum ChatCompletionRequestMessage {
     System(SystemMessage),
     User(UserMessage),
     Assistant(AssistantMessage),
@@ -116,7 +115,7 @@ pub(crate) struct LatestReminderMessage {
 #[derive(Debug, Clone)]
 pub(crate) enum Content {
     Text(String),
-    Parts(Vec<ContentPart>),
+    Parts(Vec<ChatCompletionRequestContentBlock>),
 }
 
 impl<'de> Deserialize<'de> for Content {
@@ -130,16 +129,15 @@ impl<'de> Deserialize<'de> for Content {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionRequestContentBlock")]
-pub(crate) enum ContentPart {
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ChatCompletionRequestContentBlock {
     Text { text: String },
-    ImageUrl { image_url: ImageUrl },
+    ImageUrl { image_url: ChatCompletionImageUrl },
     File {},
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ChatCompletionImageUrl")]
-pub(crate) struct ImageUrl {
+pub(crate) struct ChatCompletionImageUrl {
     pub url: String,
     pub detail: Option<WireImageDetail>,
 }
@@ -156,8 +154,7 @@ pub(crate) enum WireImageDetail {
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct WireToolCall {
     pub id: String,
-    #[serde(rename = "type")]
-    #[allow(dead_code)]
+        #[allow(dead_code)]
     pub kind: FunctionType,
     pub function: WireFunctionCall,
 }
@@ -177,8 +174,7 @@ pub(crate) struct WireFunctionCall {
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct WireTool {
-    #[serde(rename = "type")]
-    #[allow(dead_code)]
+        #[allow(dead_code)]
     pub kind: FunctionType,
     pub function: WireFunction,
 }
@@ -201,8 +197,7 @@ pub(crate) enum WireToolChoice {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ChatCompletionToolChoiceFunction")]
-struct ToolChoiceFunction {
+struct ChatCompletionToolChoiceFunction {
     name: String,
 }
 
@@ -223,7 +218,7 @@ impl<'de> Deserialize<'de> for WireToolChoice {
                 let _: FunctionType =
                     serde_json::from_value(kind).map_err(|e| de::Error::custom(format!("field `type`: {e}")))?;
                 let function = map.remove("function").unwrap_or(Value::Null);
-                let function: ToolChoiceFunction = serde_json::from_value(function)
+                let function: ChatCompletionToolChoiceFunction = serde_json::from_value(function)
                     .map_err(|e| de::Error::custom(format!("field `function`: {e}")))?;
                 Ok(WireToolChoice::Function(function.name))
             }
@@ -233,8 +228,8 @@ impl<'de> Deserialize<'de> for WireToolChoice {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename = "ChatCompletionResponseFormat")]
-pub(crate) enum WireResponseFormat {
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ChatCompletionResponseFormat {
     JsonObject,
     JsonSchema { json_schema: JsonSchemaFormat },
     Regex { regex: String },

@@ -211,7 +211,14 @@ impl BlockContext<'_> {
                 MessagesContentBlock::ToolAddition { .. } => return Err(addition_outside_system(index)),
             }
         }
-        let reasoning = (!reasoning.is_empty()).then(|| reasoning.join("\n\n"));
+        let reasoning = if !reasoning.is_empty() {
+            Some(reasoning.join("\n\n"))
+        } else if calls.iter().any(|c| is_empty_thinking_id(&c.id)) {
+            // A call id minted for an empty reasoning (`call_NN_ET_…`) stands for reasoning "".
+            Some(String::new())
+        } else {
+            None
+        };
         let calls = (!calls.is_empty()).then_some(calls);
         Ok(Message::assistant(text.join("\n\n"), reasoning, calls, false))
     }
@@ -278,6 +285,13 @@ impl BlockContext<'_> {
 /// The image placeholder spelling configured for conversion.
 pub(crate) fn image_token(tokens: &deepseek_model::SpecialTokens) -> &str {
     tokens.get(SpecialToken::Image)
+}
+
+/// `call_<2 chars>_ET_…`: the id the stream emitter gives a call made with empty reasoning
+/// (behavior.md §10.9).
+fn is_empty_thinking_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.starts_with(b"call_") && bytes.get(7..11) == Some(b"_ET_".as_slice())
 }
 
 fn thinking_outside_assistant(index: usize) -> ConversionError {

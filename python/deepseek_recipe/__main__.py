@@ -1,0 +1,5 @@
+import sys
+
+from deepseek_recipe.cli import main
+
+sys.exit(main())

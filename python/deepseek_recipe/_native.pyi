@@ -1,0 +1,485 @@
+"""Type stubs for the Rust extension ``deepseek_recipe._native`` (checked by mypy.stubtest)."""
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias, final
+
+from typing_extensions import Self, disjoint_base
+
+__version__: str
+IMAGE_SPECIAL_TOKEN_ID: int
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"]
+ReasoningEffort: TypeAlias = Literal["low", "high", "xhigh", "max"]
+ResponseFormat: TypeAlias = Literal["text", "json_object", "json_schema", "regex"]
+ImageDetail: TypeAlias = Literal["low", "high", "original", "auto"]
+Role: TypeAlias = Literal["system", "user", "assistant", "tool", "latest_reminder"]
+ImageSourceKind: TypeAlias = Literal["data_url", "url", "bytes"]
+RequestBody: TypeAlias = bytes | str | dict[str, Any]
+
+class ConversionError(Exception):
+    """A request that parsed but cannot be served.
+
+    ``status_code`` is the HTTP status (400) and ``body`` the OpenAI-style JSON error body.
+    """
+
+    status_code: int
+    body: str
+
+class ImageError(Exception):
+    """An image could not be fetched or decoded."""
+
+    kind: str
+    is_retryable: bool
+
+class CalcResizeError(ValueError):
+    """An image size that cannot be fitted to the model's grid."""
+
+@final
+class SpecialToken:
+    """One template token of the DeepSeek V4 family."""
+
+    Bos: SpecialToken
+    Eos: SpecialToken
+    ThinkingStart: SpecialToken
+    ThinkingEnd: SpecialToken
+    System: SpecialToken
+    User: SpecialToken
+    Assistant: SpecialToken
+    LatestReminder: SpecialToken
+    Dsml: SpecialToken
+    Image: SpecialToken
+    Ref: SpecialToken
+    RefEnd: SpecialToken
+    Box: SpecialToken
+    BoxEnd: SpecialToken
+    Point: SpecialToken
+    PointEnd: SpecialToken
+    Polygon: SpecialToken
+    PolygonEnd: SpecialToken
+    def default_str(self) -> str:
+        """The spelling in the DeepSeek V4 family vocabulary."""
+
+@final
+class SpecialTokens:
+    """The spelling of every special token; keywords override the defaults."""
+
+    def __new__(
+        cls,
+        *,
+        bos: str | None = None,
+        eos: str | None = None,
+        thinking_start: str | None = None,
+        thinking_end: str | None = None,
+        system: str | None = None,
+        user: str | None = None,
+        assistant: str | None = None,
+        latest_reminder: str | None = None,
+        dsml: str | None = None,
+        image: str | None = None,
+        ref: str | None = None,
+        ref_end: str | None = None,
+        box: str | None = None,
+        box_end: str | None = None,
+        point: str | None = None,
+        point_end: str | None = None,
+        polygon: str | None = None,
+        polygon_end: str | None = None,
+    ) -> Self: ...
+    def token(self, token: SpecialToken) -> str:
+        """The spelling of ``token``."""
+
+@final
+class ToolCall:
+    """A call the assistant made; ``arguments`` is kept exactly as supplied."""
+
+    def __new__(cls, id: str, name: str, arguments: str) -> Self: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str: ...
+
+@final
+class ToolDefinition:
+    """A tool the model may call. ``parameters`` is stored verbatim when built directly."""
+
+    def __new__(
+        cls,
+        name: str,
+        description: str | None = None,
+        parameters: Any = None,
+        strict: bool | None = None,
+        defer_loading: bool = False,
+    ) -> Self: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def parameters(self) -> Any: ...
+    @property
+    def strict(self) -> bool | None: ...
+    @property
+    def defer_loading(self) -> bool: ...
+
+@disjoint_base
+class ImageSource:
+    """Base class of image sources; ``path`` is the request location errors report."""
+
+    @property
+    def kind(self) -> ImageSourceKind: ...
+    @property
+    def detail(self) -> ImageDetail: ...
+    @property
+    def data_url(self) -> str | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def data(self) -> bytes | None: ...
+    @property
+    def path(self) -> str: ...
+
+@final
+class DataUrlImageSource(ImageSource):
+    """An image referenced by a data URL."""
+
+    def __new__(cls, data_url: str, detail: ImageDetail = "high", *, path: str = ...) -> Self: ...
+
+@final
+class UrlImageSource(ImageSource):
+    """An image referenced by an external URL (never fetched during conversion)."""
+
+    def __new__(cls, url: str, detail: ImageDetail = "high", *, path: str = ...) -> Self: ...
+
+@final
+class BytesImageSource(ImageSource):
+    """An image supplied as encoded bytes."""
+
+    def __new__(cls, data: bytes, detail: ImageDetail = "high", *, path: str = ...) -> Self: ...
+
+@disjoint_base
+class Message:
+    """Base class of messages. Properties a role does not use hold ``None``, ``[]`` or ``False``."""
+
+    @property
+    def role(self) -> Role: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def reasoning_content(self) -> str | None: ...
+    @property
+    def tool_calls(self) -> list[ToolCall] | None: ...
+    @property
+    def tool_call_id(self) -> str | None: ...
+    @property
+    def image_sources(self) -> list[ImageSource]: ...
+    @property
+    def prefix(self) -> bool: ...
+
+@final
+class SystemMessage(Message):
+    """A system message; ``tools`` announces tools mid-conversation (rendered by V4.1).
+
+    The first N occurrences of ``image_token`` in ``content`` are the N sources' placeholders.
+    """
+
+    def __new__(
+        cls,
+        content: str,
+        image_sources: Sequence[ImageSource] | None = None,
+        tools: Sequence[ToolDefinition] | None = None,
+        *,
+        image_token: str | None = None,
+    ) -> Self: ...
+    @property
+    def tools(self) -> list[ToolDefinition] | None: ...
+
+@final
+class UserMessage(Message):
+    """A user message; the first N ``image_token`` occurrences are image placeholders."""
+
+    def __new__(
+        cls, content: str, image_sources: Sequence[ImageSource] | None = None, *, image_token: str | None = None
+    ) -> Self: ...
+
+@final
+class AssistantMessage(Message):
+    """An assistant turn; ``prefix=True`` marks a continuation the model should extend."""
+
+    def __new__(
+        cls,
+        content: str,
+        reasoning_content: str | None = None,
+        tool_calls: Sequence[ToolCall] | None = None,
+        prefix: bool = False,
+    ) -> Self: ...
+
+@final
+class ToolMessage(Message):
+    """The result of a tool call."""
+
+    def __new__(
+        cls,
+        content: str,
+        tool_call_id: str | None = None,
+        image_sources: Sequence[ImageSource] | None = None,
+        *,
+        image_token: str | None = None,
+    ) -> Self: ...
+
+@final
+class LatestReminderMessage(Message):
+    """A reminder rendered just before the model's turn."""
+
+    def __new__(cls, content: str) -> Self: ...
+
+@final
+class Conversation:
+    """A whole conversation plus the settings that shape its prompt."""
+
+    def __new__(
+        cls,
+        messages: Sequence[Message] | None = None,
+        *,
+        thinking_mode: bool = True,
+        tools: Sequence[ToolDefinition] | None = None,
+        tool_choice: str = "auto",
+        reasoning_effort: str | None = None,
+        response_format: str = "text",
+        response_schema: Any = None,
+        response_regex: str | None = None,
+    ) -> Self: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def thinking_mode(self) -> bool: ...
+    @property
+    def tools(self) -> list[ToolDefinition]: ...
+    @property
+    def tool_choice(self) -> ToolChoice: ...
+    @property
+    def reasoning_effort(self) -> ReasoningEffort | None: ...
+    @property
+    def response_format(self) -> ResponseFormat: ...
+    @property
+    def response_schema(self) -> Any: ...
+    @property
+    def response_regex(self) -> str | None: ...
+
+@final
+class RenderedPrompt:
+    """A rendered prompt: text, special ranges (code-point offsets) and image sources."""
+
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def special_ranges(self) -> list[tuple[int, int]]:
+        """Ascending, disjoint, half-open code-point ranges of template tokens."""
+    @property
+    def image_sources(self) -> list[ImageSource]: ...
+
+@final
+class DeepseekV4Encoding:
+    """The DeepSeek V4 (Pro) prompt format."""
+
+    def __new__(cls) -> Self: ...
+    def with_tokenizer(self, tokenizer: Tokenizer) -> DeepseekV4Encoding: ...
+    def with_special_tokens(self, special_tokens: SpecialTokens) -> DeepseekV4Encoding: ...
+    def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
+    def encode(self, conversation: Conversation) -> list[int]:
+        """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
+
+@final
+class DeepseekV41Encoding:
+    """The DeepSeek V4.1 (Flash) prompt format."""
+
+    def __new__(cls) -> Self: ...
+    def with_tokenizer(self, tokenizer: Tokenizer) -> DeepseekV41Encoding: ...
+    def with_special_tokens(self, special_tokens: SpecialTokens) -> DeepseekV41Encoding: ...
+    def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
+    def encode(self, conversation: Conversation) -> list[int]:
+        """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
+
+@final
+class WebSearchBehavior:
+    """What to do with web-search server tools: drop them or reject the request."""
+
+    Drop: WebSearchBehavior
+    Reject: WebSearchBehavior
+
+@final
+class ReasoningContentBehavior:
+    """What to do with tool-calling history that lacks reasoning in thinking mode."""
+
+    FillEmpty: ReasoningContentBehavior
+    Reject: ReasoningContentBehavior
+
+@final
+class ModelVersion:
+    """Which prompt format and rules apply."""
+
+    DeepseekV4Pro: ModelVersion
+    DeepseekV41Flash: ModelVersion
+
+@final
+class ConversionOptions:
+    """The deployment's policy for converting requests. Immutable; ``with_*`` return copies."""
+
+    def __new__(
+        cls,
+        *,
+        default_thinking_mode: bool = True,
+        reasoning_content_behavior: ReasoningContentBehavior = ...,
+        responses_web_search: WebSearchBehavior = ...,
+        messages_web_search: WebSearchBehavior = ...,
+        thinking_max_tokens_upper_bound: int = 393216,
+        non_thinking_max_tokens_upper_bound: int = 393216,
+    ) -> Self: ...
+    @property
+    def default_thinking_mode(self) -> bool: ...
+    @property
+    def model_versions_by_name(self) -> dict[str, ModelVersion]: ...
+    @property
+    def thinking_max_tokens_upper_bound(self) -> int: ...
+    @property
+    def non_thinking_max_tokens_upper_bound(self) -> int: ...
+    @property
+    def reasoning_content_behavior(self) -> ReasoningContentBehavior: ...
+    @property
+    def responses_web_search(self) -> WebSearchBehavior: ...
+    @property
+    def messages_web_search(self) -> WebSearchBehavior: ...
+    @property
+    def special_tokens(self) -> SpecialTokens: ...
+    def with_default_thinking_mode(self, default_thinking_mode: bool) -> ConversionOptions: ...
+    def with_reasoning_content_behavior(self, reasoning_content_behavior: ReasoningContentBehavior) -> ConversionOptions: ...
+    def with_responses_web_search(self, responses_web_search: WebSearchBehavior) -> ConversionOptions: ...
+    def with_messages_web_search(self, messages_web_search: WebSearchBehavior) -> ConversionOptions: ...
+    def with_special_tokens(self, special_tokens: SpecialTokens) -> ConversionOptions: ...
+    def with_model_alias(self, model: str, model_version: ModelVersion) -> ConversionOptions:
+        """Add a model name, or replace the version of an existing one."""
+    def with_model_versions_by_name(self, model_versions_by_name: dict[str, ModelVersion]) -> ConversionOptions:
+        """Replace the whole name table (an empty one is allowed)."""
+    def with_thinking_max_tokens_upper_bound(self, thinking_max_tokens_upper_bound: int) -> ConversionOptions: ...
+    def with_non_thinking_max_tokens_upper_bound(self, non_thinking_max_tokens_upper_bound: int) -> ConversionOptions: ...
+
+@final
+class OutputConstraint:
+    """What a backend should constrain decoding to: ``json``, ``regex``, ``tool_call`` or ``tool_call_required``."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def schema(self) -> str: ...
+
+@final
+class InferenceOptions:
+    """Sampling and budget settings for the backend."""
+
+    @property
+    def max_tokens(self) -> int | None: ...
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def top_p(self) -> float | None: ...
+    @property
+    def logprobs(self) -> bool: ...
+    @property
+    def top_logprobs(self) -> int | None: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def output_constraint(self) -> OutputConstraint | None: ...
+
+@final
+class ThinkingInitialStage:
+    """Where parsing of the model's output starts."""
+
+    ReasoningStart: ThinkingInitialStage
+    ReasoningContinuation: ThinkingInitialStage
+    ContentContinuation: ThinkingInitialStage
+    def starts_in_reasoning(self) -> bool: ...
+
+@final
+class ParsingOptions:
+    """How to parse the model's output. Mutable; not for sharing across threads while changed."""
+
+    parse_tool_calls: bool
+    starts_in_tool_calls: bool
+    parse_json_output: bool
+    thinking_initial_stage: ThinkingInitialStage | None
+    def __new__(
+        cls,
+        *,
+        parse_tool_calls: bool = True,
+        starts_in_tool_calls: bool = False,
+        parse_json_output: bool = False,
+        thinking_initial_stage: ThinkingInitialStage | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        special_tokens: SpecialTokens | None = None,
+    ) -> Self: ...
+    @property
+    def stop_sequences(self) -> list[str]: ...
+    @stop_sequences.setter
+    def stop_sequences(self, value: Sequence[str]) -> None: ...
+    @property
+    def special_tokens(self) -> SpecialTokens: ...
+    @special_tokens.setter
+    def special_tokens(self, value: SpecialTokens) -> None: ...
+
+@final
+class ConversationRequest:
+    """A converted request: the conversation plus inference and parsing options."""
+
+    def __new__(cls, conversation: Conversation, model_version: ModelVersion) -> Self: ...
+    @property
+    def conversation(self) -> Conversation: ...
+    @property
+    def inference_options(self) -> InferenceOptions: ...
+    @property
+    def parsing_options(self) -> ParsingOptions: ...
+    @property
+    def model_version(self) -> ModelVersion: ...
+    @property
+    def stream(self) -> bool: ...
+    def resolve_max_tokens(self, prompt_tokens: int, context_limit: int) -> int:
+        """The completion budget: a requested max_tokens, else a default lowered to the context left."""
+
+@final
+class ChatCompletionRequest:
+    """An OpenAI Chat Completions request body; consumed by ``convert``."""
+
+    def __new__(cls, body: RequestBody) -> Self: ...
+    @property
+    def model(self) -> str: ...
+    def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+
+@final
+class ResponsesRequest:
+    """An OpenAI Responses request body; consumed by ``convert``."""
+
+    def __new__(cls, body: RequestBody) -> Self: ...
+    @property
+    def model(self) -> str: ...
+    def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+
+@final
+class MessagesRequest:
+    """An Anthropic Messages request body; consumed by ``convert``."""
+
+    def __new__(cls, body: RequestBody) -> Self: ...
+    @property
+    def model(self) -> str: ...
+    def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+
+@final
+class Tokenizer:
+    """A Hugging Face ``tokenizer.json``."""
+
+    @staticmethod
+    def from_file(path: str) -> Tokenizer: ...
+    @staticmethod
+    def from_str(text: str) -> Tokenizer: ...
+    def encode(self, text: str) -> list[int]:
+        """Full-vocabulary encode (added tokens matched), no BOS."""

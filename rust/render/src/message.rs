@@ -1,0 +1,110 @@
+//! Per-block rendering (behavior.md §8.7, §8.9): user/tool runs, reminders, non-head system
+//! messages and assistant turns (normal and prefix).
+
+use deepseek_model::{Message, Role, SpecialToken};
+
+use crate::dialect::Dialect;
+use crate::dsml::write_tool_calls;
+use crate::tools_block::write_updated_tool_schemas;
+use crate::writer::Writer;
+
+/// What the rendering of a message depends on besides the message itself.
+pub(crate) struct Context {
+    pub(crate) dialect: Dialect,
+    pub(crate) thinking: bool,
+    pub(crate) tools_active: bool,
+}
+
+/// `<User>` + the run's parts joined by `"\n\n"`; a tool part is wrapped in `<tool_result>`.
+pub(crate) fn write_user_run(w: &mut Writer<'_>, run: &[&Message]) {
+    w.special(SpecialToken::User);
+    for (index, message) in run.iter().enumerate() {
+        if index > 0 {
+            w.text("\n\n");
+        }
+        if message.role == Role::Tool {
+            w.text("<tool_result>");
+            w.content(message);
+            w.text("</tool_result>");
+        } else {
+            w.content(message);
+        }
+    }
+}
+
+pub(crate) fn write_reminder(w: &mut Writer<'_>, message: &Message) {
+    w.special(SpecialToken::LatestReminder);
+    w.content(message);
+}
+
+/// The content of a V4.1 system message and its "Updated Tool Schemas", after the token.
+pub(crate) fn write_system_body(w: &mut Writer<'_>, message: &Message) {
+    w.content(message);
+    write_message_tools(w, message);
+}
+
+/// V4.1: a system message's own tools, if any, as "Updated Tool Schemas".
+pub(crate) fn write_message_tools(w: &mut Writer<'_>, message: &Message) {
+    if let Some(tools) = message.tools.as_deref().filter(|tools| !tools.is_empty()) {
+        write_updated_tool_schemas(w, tools);
+    }
+}
+
+/// An assistant turn. `last` tells whether it is the last rendered block (V4 applies the
+/// prefix rule only there).
+pub(crate) fn write_assistant(w: &mut Writer<'_>, ctx: &Context, message: &Message, last: bool) {
+    let prefix = message.prefix && (ctx.dialect.v41 || last);
+    w.special(SpecialToken::Assistant);
+    if prefix {
+        write_prefix_body(w, ctx, message);
+        return;
+    }
+    write_history_think(w, ctx, message);
+    w.assistant_text(&message.content);
+    write_tool_calls(w, &ctx.dialect, message.calls());
+    w.special(SpecialToken::Eos);
+}
+
+/// THINK of a completed turn: reasoning is kept only while tools are active (V4: when it is
+/// present; V4.1: when thinking is on), otherwise just the closing tag.
+fn write_history_think(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
+    let reasoning = if !ctx.tools_active {
+        None
+    } else if ctx.dialect.v41 {
+        ctx.thinking.then(|| message.reasoning_content.as_deref().unwrap_or_default())
+    } else {
+        message.reasoning_content.as_deref()
+    };
+    if let Some(reasoning) = reasoning {
+        w.special(SpecialToken::ThinkingStart);
+        w.assistant_text(reasoning);
+    }
+    w.special(SpecialToken::ThinkingEnd);
+}
+
+/// A continuation the model extends: no end-of-sentence token.
+fn write_prefix_body(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
+    let content = message.content.as_str();
+    let calls = message.calls();
+    if ctx.dialect.v41 {
+        if ctx.thinking {
+            w.special(SpecialToken::ThinkingStart);
+            w.assistant_text(message.reasoning_content.as_deref().unwrap_or_default());
+            if content.is_empty() && calls.is_empty() {
+                return;
+            }
+        }
+        w.special(SpecialToken::ThinkingEnd);
+        w.assistant_text(content);
+    } else {
+        if let Some(reasoning) = &message.reasoning_content {
+            w.special(SpecialToken::ThinkingStart);
+            w.assistant_text(reasoning);
+        }
+        if !content.is_empty() || !ctx.thinking {
+            w.special(SpecialToken::ThinkingEnd);
+            w.assistant_text(content);
+        }
+    }
+    write_tool_calls(w, &ctx.dialect, calls);
+}
