@@ -3,26 +3,45 @@
 //! tool-call arguments (behavior.md §8.5a).
 //!
 //! Integers that fit `i64`/`u64` print as integers; every other number is an `f64` printed
-//! with its shortest round-trip digits: decimal with a fractional part for
-//! `1e-5 <= |x| < 1e16` (and zero), scientific otherwise (`1e+16`, `1e-6`).
+//! with its shortest round-trip digits, decimal with a fractional part in a middle band and
+//! scientific outside it. The band and the exponent spelling differ by model version
+//! ([`FloatStyle`]): V4 prints `0.00001` and `1e-6`, V4.1 prints `1e-05` and `1e-06`
+//! (Python's `repr`). Both print `1e+16` and `1000000000000000.0`.
 
 use std::fmt::Write as _;
 
 use serde_json::{Number, Value};
 
-/// Serialize `value` as PYJSON.
+/// How floats are spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FloatStyle {
+    /// V4 (behavior.md §8.5a): decimal for `1e-5 <= |x| < 1e16`; small exponents unpadded
+    /// (`1e-6`, `9.99e-6`).
+    #[default]
+    Compact,
+    /// V4.1, Python `repr`: decimal for `1e-4 <= |x| < 1e16`; exponents of at least two
+    /// digits (`1e-05`, `9.99e-05`, `5e-324`).
+    PythonRepr,
+}
+
+/// Serialize `value` as PYJSON with the V4 float spelling.
 pub fn pyjson(value: &Value) -> String {
+    pyjson_with(value, FloatStyle::Compact)
+}
+
+/// Serialize `value` as PYJSON with the given float spelling.
+pub fn pyjson_with(value: &Value, style: FloatStyle) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, style);
     out
 }
 
-fn write_value(out: &mut String, value: &Value) {
+fn write_value(out: &mut String, value: &Value, style: FloatStyle) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => write_number(out, n),
+        Value::Number(n) => write_number(out, n, style),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -30,7 +49,7 @@ fn write_value(out: &mut String, value: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_value(out, item);
+                write_value(out, item, style);
             }
             out.push(']');
         }
@@ -42,20 +61,20 @@ fn write_value(out: &mut String, value: &Value) {
                 }
                 write_string(out, key);
                 out.push_str(": ");
-                write_value(out, item);
+                write_value(out, item, style);
             }
             out.push('}');
         }
     }
 }
 
-fn write_number(out: &mut String, n: &Number) {
+fn write_number(out: &mut String, n: &Number, style: FloatStyle) {
     if let Some(i) = n.as_i64() {
         let _ = write!(out, "{i}");
     } else if let Some(u) = n.as_u64() {
         let _ = write!(out, "{u}");
     } else if let Some(f) = n.as_f64() {
-        out.push_str(&format_float(f));
+        out.push_str(&format_float(f, style));
     } else {
         // Unreachable without serde_json's `arbitrary_precision`; keep serde's own spelling.
         out.push_str(&n.to_string());
@@ -63,23 +82,31 @@ fn write_number(out: &mut String, n: &Number) {
 }
 
 /// The PYJSON spelling of a finite float.
-pub fn format_float(f: f64) -> String {
+pub fn format_float(f: f64, style: FloatStyle) -> String {
     let abs = f.abs();
-    if abs >= 1e16 {
-        // `{:e}` gives the shortest round-trip digits: `1.5e16` -> `1.5e+16`.
+    let smallest_decimal = match style {
+        FloatStyle::Compact => 1e-5,
+        FloatStyle::PythonRepr => 1e-4,
+    };
+    if abs >= 1e16 || (abs < smallest_decimal && f != 0.0) {
+        // `{:e}` gives the shortest round-trip digits: `1.5e16`, `1e-6`.
         let s = format!("{f:e}");
-        match s.split_once('e') {
-            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
-            _ => s,
+        let Some((mantissa, exp)) = s.split_once('e') else { return s };
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(digits) => ("-", digits),
+            None => ("+", exp),
+        };
+        match style {
+            FloatStyle::Compact if sign == "-" => s,
+            FloatStyle::Compact => format!("{mantissa}e+{digits}"),
+            FloatStyle::PythonRepr => format!("{mantissa}e{sign}{digits:0>2}"),
         }
-    } else if abs >= 1e-5 || f == 0.0 {
+    } else {
         let mut s = format!("{f}");
         if !s.contains('.') {
             s.push_str(".0");
         }
         s
-    } else {
-        format!("{f:e}")
     }
 }
 
@@ -109,7 +136,7 @@ mod tests {
 
     use super::*;
 
-    /// (name, JSON input as parsed by serde_json, expected PYJSON)
+    /// (name, JSON input as parsed by serde_json, expected PYJSON with the V4 spelling)
     const CASES: &[(&str, &str, &str)] = &[
         ("separators", r#"{"a":1,"b":[1,2]}"#, r#"{"a": 1, "b": [1, 2]}"#),
         ("key order kept", r#"{"z":1,"a":2}"#, r#"{"z": 1, "a": 2}"#),
@@ -146,6 +173,36 @@ mod tests {
         ("negative large", "-1e20", "-1e+20"),
         ("negative small", "-2e-7", "-2e-7"),
     ];
+
+    /// (name, JSON input, expected PYJSON with the V4.1 / Python-repr spelling)
+    const PYTHON_REPR_CASES: &[(&str, &str, &str)] = &[
+        ("1e-5 is scientific", "1e-5", "1e-05"),
+        ("1e-6 padded", "1e-6", "1e-06"),
+        ("9.99e-5", "0.0000999", "9.99e-05"),
+        ("0.0001 decimal", "0.0001", "0.0001"),
+        ("0.00015 decimal", "0.00015", "0.00015"),
+        ("1e-100", "1e-100", "1e-100"),
+        ("min subnormal", "5e-324", "5e-324"),
+        ("negative small", "-1e-5", "-1e-05"),
+        ("1e16", "1e16", "1e+16"),
+        ("1e15 decimal", "1e15", "1000000000000000.0"),
+        ("past u64", "18446744073709551616", "1.8446744073709552e+19"),
+        ("negative zero", "-0.0", "-0.0"),
+        ("nested", r#"{"x":[1,2.5,1e-7]}"#, r#"{"x": [1, 2.5, 1e-07]}"#),
+    ];
+
+    #[test]
+    fn pyjson_python_repr_table() {
+        let mut failures = Vec::new();
+        for (name, input, expected) in PYTHON_REPR_CASES {
+            let value: Value = serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = pyjson_with(&value, FloatStyle::PythonRepr);
+            if got != *expected {
+                failures.push(format!("{name}: got {got:?}, expected {expected:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 
     #[test]
     fn pyjson_table() {

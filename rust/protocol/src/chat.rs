@@ -2,9 +2,11 @@
 //! and its conversion into a [`ConversationRequest`] (behavior.md §4, §7).
 //!
 //! `convert` runs the semantic checks in the order the reference reports them: the model,
-//! tool names, the message list (one ordered pass), reasoning history, prefix rules,
-//! response format against the messages, tool schemas and tool_choice, then the scalar
-//! parameters (stop, stream options, n, penalties, sampling, logprobs, max_tokens, seed).
+//! tool names, empty messages, the message list (one ordered pass), reasoning history,
+//! prefix placement, the json word, tool schemas (skipped with `tool_choice: "none"`) and
+//! tool_choice, prefix against json_object and tools, stop, stream options, the
+//! response-format schema, strict tools against response_format, then n, penalties,
+//! sampling, logprobs, max_tokens and seed.
 
 mod content;
 mod image_url;
@@ -18,15 +20,16 @@ use deepseek_model::{
 use serde_json::Value;
 
 use crate::thinking::{self, resolve_thinking};
+use crate::schema::{self, SchemaUse};
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::{intake, ProtocolError};
 use content::ContentContext;
-use wire::{ChatCompletionRequestWire, WireResponseFormat, WireToolChoice};
+use wire::{ChatCompletionResponseFormat as WireResponseFormat, Stop, ChatCompletionToolChoice};
 
 /// A parsed Chat Completions request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
 pub struct ChatCompletionRequest {
-    wire: ChatCompletionRequestWire,
+    wire: wire::ChatCompletionRequest,
 }
 
 impl ChatCompletionRequest {
@@ -64,45 +67,64 @@ impl ChatCompletionRequest {
 
         let prefix = check_prefix(&messages)?;
         let json_object = matches!(w.response_format, Some(WireResponseFormat::JsonObject));
-        if json_object && prefix.is_some() {
-            return Err(ConversionError::new("response_format json_object should not be used with prefix"));
-        }
         if json_object && !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
             return Err(ConversionError::new(
                 "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'.",
             ));
         }
 
+        // Schemas and uniqueness are only checked when the tools can be used at all.
         let has_declared_tools = !declared_tools.is_empty();
-        let declared = declared_tools
-            .into_iter()
-            .map(|t| DeclaredTool {
-                name: t.function.name,
-                description: t.function.description,
-                parameters: t.function.parameters,
-                strict: t.function.strict,
-                defer_loading: false,
-            })
-            .collect();
-        let tool_defs = tools::validate_tools(declared, &tool_name_path)?;
         let requested_choice = match w.tool_choice {
-            None | Some(WireToolChoice::Auto) => RequestedToolChoice::Auto,
-            Some(WireToolChoice::None) => RequestedToolChoice::None,
-            Some(WireToolChoice::Required) => RequestedToolChoice::Required,
-            Some(WireToolChoice::Function(name)) => RequestedToolChoice::Named(name),
+            None | Some(ChatCompletionToolChoice::Auto) => RequestedToolChoice::Auto,
+            Some(ChatCompletionToolChoice::None) => RequestedToolChoice::None,
+            Some(ChatCompletionToolChoice::Required) => RequestedToolChoice::Required,
+            Some(ChatCompletionToolChoice::Function(name)) => RequestedToolChoice::Named(name),
+        };
+        let tool_defs = if requested_choice == RequestedToolChoice::None {
+            Vec::new()
+        } else {
+            tools::validate_tool_schemas(declared_tools.into_iter().map(declared_tool).collect())?
         };
         let (tool_defs, tool_choice) = tools::apply_tool_choice(tool_defs, requested_choice, thinking_mode)?;
+        if json_object && prefix.is_some() {
+            return Err(ConversionError::new("response_format json_object should not be used with prefix"));
+        }
         if prefix.is_some() && has_declared_tools {
             return Err(ConversionError::new("Function call should not be used with prefix"));
         }
 
-        let stop_sequences = w.stop.map(|s| s.0).unwrap_or_default();
+        let stop_sequences = match w.stop {
+            None => Vec::new(),
+            Some(Stop::One(stop)) if stop.is_empty() => {
+                return Err(ConversionError::new(
+                    "Invalid 'stop': empty string. Expected a string with minimum length 1, but got an empty string instead.",
+                ));
+            }
+            Some(Stop::One(stop)) => vec![stop],
+            Some(Stop::List(stops)) => stops,
+        };
         thinking::check_stop_sequences(&stop_sequences)?;
         if w.stream_options.is_some() && w.stream != Some(true) {
             return Err(ConversionError::new("stream_options should be set along with stream = true"));
         }
+        let has_response_format = w.response_format.is_some();
+        let (response_format, format_schema) = match w.response_format {
+            None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
+            Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+            Some(WireResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
+            Some(WireResponseFormat::JsonSchema { json_schema }) => {
+                let constrained = if json_schema.strict == Some(true) {
+                    schema::normalize_strict(&json_schema.schema, SchemaUse::ResponseFormat)?
+                } else {
+                    schema::check_response_schema(&json_schema.schema)?;
+                    json_schema.schema.clone()
+                };
+                (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
+            }
+        };
         let strict_tools = tool_choice != ToolChoice::None && tool_defs.iter().any(|t| t.strict == Some(true));
-        if strict_tools && w.response_format.is_some() {
+        if strict_tools && has_response_format {
             return Err(ConversionError::new("response_format should not be used with tools"));
         }
         if w.n.is_some_and(|n| n != 1) {
@@ -110,7 +132,9 @@ impl ChatCompletionRequest {
         }
         check_penalty("presence_penalty", w.presence_penalty)?;
         check_penalty("frequency_penalty", w.frequency_penalty)?;
-        let (temperature, top_p) = thinking::sampling(version, thinking_mode, w.temperature, w.top_p)?;
+        let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
+        let (temperature, top_p) =
+            thinking::sampling_with_tools(version, thinking_mode, tools_active, w.temperature, w.top_p)?;
         let logprobs = w.logprobs.unwrap_or(false);
         if w.top_logprobs.is_some() && !logprobs {
             return Err(ConversionError::new(
@@ -123,23 +147,9 @@ impl ChatCompletionRequest {
             return Err(ConversionError::new("Invalid seed value, the valid range of seed is [0, 2^63)"));
         }
 
-        let (response_format, format_schema) = match w.response_format {
-            None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
-            Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-            Some(WireResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
-            Some(WireResponseFormat::JsonSchema { json_schema }) => {
-                let constrained = if json_schema.strict == Some(true) {
-                    tools::normalize_strict_schema(&json_schema.schema)?
-                } else {
-                    json_schema.schema.clone()
-                };
-                (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
-            }
-        };
         let output_constraint =
             tools::output_constraint(&tool_defs, tool_choice, &response_format, format_schema.as_ref(), version);
 
-        let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
         let parsing_options = ParsingOptions {
             parse_tool_calls: tools_active,
             starts_in_tool_calls: tools_active && tool_choice == ToolChoice::Required,
@@ -173,6 +183,12 @@ impl ChatCompletionRequest {
             stream: w.stream.unwrap_or(false),
         })
     }
+}
+
+fn declared_tool(tool: wire::ChatCompletionTool) -> DeclaredTool {
+    let f = tool.function;
+    // A `defer_loading` key inside `function` is ignored (§4.5).
+    DeclaredTool { name: f.name, description: f.description, parameters: f.parameters, strict: f.strict, defer_loading: false }
 }
 
 fn tool_name_path(i: usize) -> String {

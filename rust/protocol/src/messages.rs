@@ -17,6 +17,7 @@ use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::ProtocolError;
 
 use self::content::BlockContext;
+use self::pairing::Pairing;
 use self::wire::{Content, MessagesMessage, MessagesSystemBlock, MessagesTool, MessagesToolChoice};
 
 /// Server tools that follow `messages_web_search` instead of always being refused.
@@ -49,37 +50,20 @@ impl MessagesRequest {
 
     /// Validate and convert into the canonical request (§6, §7).
     pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
+        // The checks run in the reference's order: model, tools, messages (one pass that
+        // converts and pairs), reasoning history, tool_choice, sampling, stop, max_tokens.
         let request = self.wire;
         let version = options.model_version(&request.model)?;
+        let (declared, dropped_web_search) = declared_tools(request.tools.unwrap_or_default(), version, options)?;
         if request.messages.is_empty() {
             return Err(ConversionError::new("messages: at least one message is required"));
         }
-        for (i, message) in request.messages.iter().enumerate() {
-            if let MessagesMessage::User(Content::Blocks(b))
-            | MessagesMessage::Assistant(Content::Blocks(b))
-            | MessagesMessage::System(Content::Blocks(b)) = message
-            {
-                if b.is_empty() {
-                    return Err(ConversionError::new(format!("messages.{i}: all messages must have non-empty content")));
-                }
-            }
-        }
-
         let (thinking_mode, effort) = thinking::resolve_thinking(
             request.thinking.as_ref().map(|t| t.thinking_type.into()),
             request.output_config.as_ref().and_then(|c| c.effort),
             options.default_thinking_mode,
         );
-        let (temperature, top_p) = thinking::sampling(version, thinking_mode, request.temperature, request.top_p)?;
-        let max_tokens = thinking::check_max_tokens(request.max_tokens, thinking_mode, options, true)?;
-        let stop_sequences = request.stop_sequences.unwrap_or_default();
-        thinking::check_stop_sequences(&stop_sequences)?;
 
-        let (declared, dropped_web_search) = declared_tools(request.tools.unwrap_or_default(), version, options)?;
-        let choice = requested_choice(request.tool_choice, &declared, &dropped_web_search);
-        let (tools, tool_choice) = tools::apply_tool_choice(declared.clone(), choice, thinking_mode)?;
-
-        pairing::check_pairing(&request.messages)?;
         let context = BlockContext {
             version,
             web_search: options.messages_web_search,
@@ -90,11 +74,25 @@ impl MessagesRequest {
         if let Some(system) = &request.system {
             messages.push(Message::system(system_text(system)));
         }
+        let mut pairing = Pairing::default();
+        let count = request.messages.len();
         for (i, message) in request.messages.iter().enumerate() {
+            if has_empty_block_list(message) {
+                return Err(ConversionError::new(format!("messages.{i}: all messages must have non-empty content")));
+            }
+            pairing.before_message(i, message)?;
             context.convert_message(i, message, &mut messages)?;
+            pairing.after_message(i, message, i + 1 == count)?;
         }
         thinking::apply_reasoning_history(&mut messages, thinking_mode, options.reasoning_content_behavior)
             .map_err(|_| ConversionError::new(REASONING_REQUIRED))?;
+
+        let choice = requested_choice(request.tool_choice, &declared, &dropped_web_search);
+        let (tools, tool_choice) = tools::apply_tool_choice(declared.clone(), choice, thinking_mode)?;
+        let (temperature, top_p) = thinking::sampling(version, thinking_mode, request.temperature, request.top_p)?;
+        let stop_sequences = request.stop_sequences.unwrap_or_default();
+        thinking::check_stop_sequences(&stop_sequences)?;
+        let max_tokens = thinking::check_max_tokens(request.max_tokens, thinking_mode, options, true)?;
 
         let output_constraint = tools::output_constraint(&tools, tool_choice, &ResponseFormat::Text, None, version);
         let parsing_options = ParsingOptions {
@@ -129,6 +127,14 @@ impl MessagesRequest {
             model_version: version,
             stream: request.stream.unwrap_or(false),
         })
+    }
+}
+
+fn has_empty_block_list(message: &MessagesMessage) -> bool {
+    match message {
+        MessagesMessage::User(c) | MessagesMessage::Assistant(c) | MessagesMessage::System(c) => {
+            matches!(c, Content::Blocks(blocks) if blocks.is_empty())
+        }
     }
 }
 

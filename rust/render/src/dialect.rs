@@ -1,7 +1,8 @@
-//! What differs between V4 and V4.1, as data: DSML tag names, the effort preamble and the
-//! `json_object` format text. Structural differences (system hoisting, merging, prefix rules)
+//! What differs between V4 and V4.1, as data: DSML tag names, the effort preamble, the
+//! `json_object` format text and the PYJSON float spelling. Structural differences (system hoisting, merging, prefix rules)
 //! are branches on [`Dialect::v41`] where they happen.
 
+use deepseek_model::pyjson::FloatStyle;
 use deepseek_model::{ModelVersion, ReasoningEffort};
 
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +17,8 @@ pub(crate) struct Dialect {
     pub(crate) parameter_tag: &'static str,
     /// The section appended to the head system for `response_format == json_object`.
     pub(crate) json_object_section: &'static str,
+    /// How PYJSON spells floats (schema lines, json_schema section, DSML values).
+    pub(crate) float_style: FloatStyle,
 }
 
 const V4: Dialect = Dialect {
@@ -24,6 +27,7 @@ const V4: Dialect = Dialect {
     invoke_tag: "invoke",
     parameter_tag: "parameter",
     json_object_section: "\n\nYou are a helpful assistant designed to output JSON.\n## Response Format:\n\nReply with JSON object ONLY.",
+    float_style: FloatStyle::Compact,
 };
 
 const V41: Dialect = Dialect {
@@ -32,6 +36,7 @@ const V41: Dialect = Dialect {
     invoke_tag: " invoke",
     parameter_tag: " parameter",
     json_object_section: "\n\n## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n{\"type\": \"json_object\"}",
+    float_style: FloatStyle::PythonRepr,
 };
 
 /// The head text of the `json_schema` section; PYJSON(schema) follows it.

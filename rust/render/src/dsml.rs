@@ -1,7 +1,7 @@
 //! TOOLCALLS: an assistant's tool calls as DSML markup (behavior.md §8.7–8.8), and the
 //! required-tool opener.
 
-use deepseek_model::pyjson::pyjson;
+use deepseek_model::pyjson::pyjson_with;
 use deepseek_model::{SpecialToken, ToolCall};
 use serde_json::Value;
 
@@ -18,13 +18,13 @@ struct Param {
 /// `arguments` parsed as a JSON object gives one parameter per key (duplicate keys keep the
 /// last value at the first key's position, which is what serde_json's ordered map does);
 /// anything else is a single raw `arguments` string parameter.
-fn params(arguments: &str) -> Vec<Param> {
+fn params(arguments: &str, dialect: &Dialect) -> Vec<Param> {
     match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(map)) => map
             .into_iter()
             .map(|(name, value)| match value {
                 Value::String(text) => Param { name, is_string: true, value: text },
-                other => Param { name, is_string: false, value: pyjson(&other) },
+                other => Param { name, is_string: false, value: pyjson_with(&other, dialect.float_style) },
             })
             .collect(),
         _ => vec![Param { name: "arguments".to_owned(), is_string: true, value: arguments.to_owned() }],
@@ -68,7 +68,7 @@ fn write_invoke(w: &mut Writer<'_>, dialect: &Dialect, call: &ToolCall) {
     w.text(" name=\"");
     w.text(&call.name);
     w.text("\">\n");
-    let params = params(&call.arguments);
+    let params = params(&call.arguments, dialect);
     if dialect.v41 {
         // Parameters joined by "\n", then "\n" before the closing tag (even with none).
         for (index, param) in params.iter().enumerate() {

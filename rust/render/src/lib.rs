@@ -18,7 +18,7 @@ mod writer;
 
 use std::ops::Range;
 
-use deepseek_model::pyjson::pyjson;
+use deepseek_model::pyjson::pyjson_with;
 use deepseek_model::{Conversation, ImageSource, Message, ModelVersion, ResponseFormat, SpecialToken, SpecialTokens, ToolChoice};
 
 use crate::dialect::{Dialect, JSON_SCHEMA_SECTION};
@@ -87,9 +87,9 @@ pub fn render(conversation: &Conversation, version: ModelVersion, special_tokens
                     }
                     w.content(message);
                     write_head_sections(&mut w, &ctx, conversation);
-                    message::write_message_tools(&mut w, message);
+                    message::write_message_tools(&mut w, &dialect, message);
                 } else {
-                    message::write_system_body(&mut w, message);
+                    message::write_system_body(&mut w, &dialect, message);
                 }
             }
             Block::UserRun(run) => message::write_user_run(&mut w, run),
@@ -119,7 +119,7 @@ fn write_head_sections(w: &mut Writer<'_>, ctx: &Context, conversation: &Convers
         ResponseFormat::JsonObject => w.text(ctx.dialect.json_object_section),
         ResponseFormat::JsonSchema(schema) => {
             w.text(JSON_SCHEMA_SECTION);
-            w.text(&pyjson(schema));
+            w.text(&pyjson_with(schema, ctx.dialect.float_style));
         }
         ResponseFormat::Text | ResponseFormat::Regex(_) => {}
     }

@@ -5,6 +5,7 @@ use deepseek_model::{Message, Role, SpecialToken};
 
 use crate::dialect::Dialect;
 use crate::dsml::write_tool_calls;
+use crate::normalize::Unit;
 use crate::tools_block::write_updated_tool_schemas;
 use crate::writer::Writer;
 
@@ -16,17 +17,27 @@ pub(crate) struct Context {
 }
 
 /// `<User>` + the run's parts joined by `"\n\n"`; a tool part is wrapped in `<tool_result>`.
-pub(crate) fn write_user_run(w: &mut Writer<'_>, run: &[&Message]) {
+/// A merged user part (V4) joins its non-empty messages by `"\n\n"`.
+pub(crate) fn write_user_run(w: &mut Writer<'_>, run: &[Unit<'_>]) {
     w.special(SpecialToken::User);
-    for (index, message) in run.iter().enumerate() {
+    for (index, unit) in run.iter().enumerate() {
         if index > 0 {
             w.text("\n\n");
         }
-        if message.role == Role::Tool {
-            w.text("<tool_result>");
-            w.content(message);
-            w.text("</tool_result>");
-        } else {
+        let mut wrote_text = false;
+        for message in unit {
+            if message.role == Role::Tool {
+                w.text("<tool_result>");
+                w.content(message);
+                w.text("</tool_result>");
+                continue;
+            }
+            if !message.content.is_empty() {
+                if wrote_text {
+                    w.text("\n\n");
+                }
+                wrote_text = true;
+            }
             w.content(message);
         }
     }
@@ -38,15 +49,15 @@ pub(crate) fn write_reminder(w: &mut Writer<'_>, message: &Message) {
 }
 
 /// The content of a V4.1 system message and its "Updated Tool Schemas", after the token.
-pub(crate) fn write_system_body(w: &mut Writer<'_>, message: &Message) {
+pub(crate) fn write_system_body(w: &mut Writer<'_>, dialect: &Dialect, message: &Message) {
     w.content(message);
-    write_message_tools(w, message);
+    write_message_tools(w, dialect, message);
 }
 
 /// V4.1: a system message's own tools, if any, as "Updated Tool Schemas".
-pub(crate) fn write_message_tools(w: &mut Writer<'_>, message: &Message) {
+pub(crate) fn write_message_tools(w: &mut Writer<'_>, dialect: &Dialect, message: &Message) {
     if let Some(tools) = message.tools.as_deref().filter(|tools| !tools.is_empty()) {
-        write_updated_tool_schemas(w, tools);
+        write_updated_tool_schemas(w, dialect, tools);
     }
 }
 

@@ -1,10 +1,14 @@
 //! Message normalization before rendering (behavior.md §8.6): system hoisting (V4), reminder
-//! runs (V4.1), the created head system, tool-result reordering and user/tool merging. The
-//! result is the list of blocks the prompt is written from, in order.
+//! runs (V4.1), the created head system, user merging (V4), tool-result reordering and
+//! user/tool runs. The result is the list of blocks the prompt is written from, in order.
 
 use deepseek_model::{Conversation, Message, ResponseFormat, Role};
 
 use crate::dialect::Dialect;
+
+/// One message, or (V4 only) several consecutive user messages merged into one part.
+/// Never empty.
+pub(crate) type Unit<'a> = Vec<&'a Message>;
 
 /// One unit of the prompt after normalization.
 #[derive(Debug)]
@@ -12,8 +16,8 @@ pub(crate) enum Block<'a> {
     /// A system message rendered in place (V4.1). `head` marks the first message, which
     /// carries the preamble, tools and format sections.
     System { message: &'a Message, head: bool },
-    /// Consecutive user/tool messages rendered under one user token.
-    UserRun(Vec<&'a Message>),
+    /// Consecutive user/tool units rendered under one user token.
+    UserRun(Vec<Unit<'a>>),
     LatestReminder(&'a Message),
     Assistant(&'a Message),
 }
@@ -47,10 +51,18 @@ pub(crate) fn normalize<'a>(
 }
 
 fn normalize_v4(conversation: &Conversation) -> Normalized<'_> {
-    let (hoisted_systems, mut messages): (Vec<&Message>, Vec<&Message>) =
+    let (hoisted_systems, messages): (Vec<&Message>, Vec<&Message>) =
         conversation.messages.iter().partition(|m| m.role == Role::System);
-    sort_result_windows_v4(&mut messages);
-    Normalized { hoisted_systems, blocks: into_blocks(&messages, false) }
+    // Consecutive user messages become one unit before tool results are sorted.
+    let mut units: Vec<Unit<'_>> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match units.last_mut() {
+            Some(unit) if message.role == Role::User && role(unit) == Some(Role::User) => unit.push(message),
+            _ => units.push(vec![message]),
+        }
+    }
+    sort_result_windows_v4(&mut units);
+    Normalized { hoisted_systems, blocks: into_blocks(units, false) }
 }
 
 fn normalize_v41<'a>(conversation: &'a Conversation, empty_head: &'a Message) -> Normalized<'a> {
@@ -68,7 +80,7 @@ fn normalize_v41<'a>(conversation: &'a Conversation, empty_head: &'a Message) ->
     if needs_head && messages.first().map(|m| m.role) != Some(Role::System) {
         messages.insert(0, empty_head);
     }
-    let mut blocks = into_blocks(&messages, true);
+    let mut blocks = into_blocks(messages.into_iter().map(|m| vec![m]).collect(), true);
     sort_results_in_runs_v41(&mut blocks);
     if let Some(Block::System { head, .. }) = blocks.first_mut() {
         *head = true;
@@ -76,59 +88,64 @@ fn normalize_v41<'a>(conversation: &'a Conversation, empty_head: &'a Message) ->
     Normalized { hoisted_systems: Vec::new(), blocks }
 }
 
-/// Group messages into blocks. User and tool messages merge into one run; on V4 a tool
-/// message directly after a user message starts a new run.
-fn into_blocks<'a>(messages: &[&'a Message], v41: bool) -> Vec<Block<'a>> {
-    let mut blocks: Vec<Block<'a>> = Vec::new();
-    for &message in messages {
-        match message.role {
+fn role(unit: &Unit<'_>) -> Option<Role> {
+    unit.first().map(|m| m.role)
+}
+
+/// Group units into blocks. User and tool units merge into one run; on V4 a tool message
+/// directly after a user message starts a new run.
+fn into_blocks(units: Vec<Unit<'_>>, v41: bool) -> Vec<Block<'_>> {
+    let mut blocks: Vec<Block<'_>> = Vec::new();
+    for unit in units {
+        let (Some(unit_role), Some(&message)) = (role(&unit), unit.first()) else { continue };
+        match unit_role {
             Role::System => blocks.push(Block::System { message, head: false }),
             Role::LatestReminder => blocks.push(Block::LatestReminder(message)),
             Role::Assistant => blocks.push(Block::Assistant(message)),
             Role::User | Role::Tool => {
                 if let Some(Block::UserRun(run)) = blocks.last_mut() {
-                    let after_user = run.last().is_some_and(|m| m.role == Role::User);
-                    let v4_breaks = !v41 && after_user && message.role == Role::Tool;
+                    let after_user = run.last().and_then(role) == Some(Role::User);
+                    let v4_breaks = !v41 && after_user && unit_role == Role::Tool;
                     if !v4_breaks {
-                        run.push(message);
+                        run.push(unit);
                         continue;
                     }
                 }
-                blocks.push(Block::UserRun(vec![message]));
+                blocks.push(Block::UserRun(vec![unit]));
             }
         }
     }
     blocks
 }
 
-/// V4.1: the position of `message`'s tool_call_id among `calls`' ids.
-fn call_position(calls: &Message, message: &Message) -> Option<usize> {
-    let id = message.tool_call_id.as_deref()?;
-    if message.role != Role::Tool {
-        return None;
-    }
-    calls.calls().iter().position(|call| call.id == id)
-}
-
-/// V4: the N messages right after an assistant with N calls (systems already hoisted away)
-/// are stably sorted: tool messages by `tool_call_id` (absent first), then everything else.
-/// This matches the call order V4 renders (calls sorted by id). No sort happens when fewer
-/// than N messages follow.
-fn sort_result_windows_v4(messages: &mut [&Message]) {
-    for index in 0..messages.len() {
-        let Some(&assistant) = messages.get(index) else { continue };
+/// V4: the N units right after an assistant with N calls (systems already hoisted away,
+/// users merged) are stably sorted: tool messages by `tool_call_id` (absent first), then
+/// everything else. This matches the call order V4 renders (calls sorted by id). No sort
+/// happens when fewer than N units follow.
+fn sort_result_windows_v4(units: &mut [Unit<'_>]) {
+    for index in 0..units.len() {
+        let Some(&assistant) = units.get(index).and_then(|unit| unit.first()) else { continue };
         let count = assistant.calls().len();
         if assistant.role != Role::Assistant || count == 0 {
             continue;
         }
-        if let Some(window) = messages.get_mut(index + 1..index + 1 + count) {
+        if let Some(window) = units.get_mut(index + 1..index + 1 + count) {
             window.sort_by(|a, b| v4_result_key(a).cmp(&v4_result_key(b)));
         }
     }
 }
 
-fn v4_result_key(message: &Message) -> (bool, Option<&str>) {
-    (message.role != Role::Tool, message.tool_call_id.as_deref())
+fn v4_result_key<'m>(unit: &Unit<'m>) -> (bool, Option<&'m str>) {
+    match unit.first() {
+        Some(message) if message.role == Role::Tool => (false, message.tool_call_id.as_deref()),
+        _ => (true, None),
+    }
+}
+
+/// V4.1: the position of `message`'s tool_call_id among `calls`' ids.
+fn call_position(calls: &Message, message: &Message) -> Option<usize> {
+    let id = message.tool_call_id.as_deref()?;
+    calls.calls().iter().position(|call| call.id == id)
 }
 
 /// V4.1: inside each user/tool run, the tool messages are stably sorted (among the positions
@@ -138,13 +155,17 @@ fn sort_results_in_runs_v41(blocks: &mut [Block<'_>]) {
     let mut latest_calls: Option<&Message> = None;
     for block in blocks.iter_mut() {
         match block {
-            Block::Assistant(message) if !message.calls().is_empty() => latest_calls = Some(message),
+            Block::Assistant(message) if !message.calls().is_empty() => latest_calls = Some(*message),
             Block::UserRun(run) => {
                 let Some(assistant) = latest_calls else { continue };
-                let slots: Vec<usize> =
-                    run.iter().enumerate().filter(|(_, m)| m.role == Role::Tool).map(|(i, _)| i).collect();
-                let mut tools: Vec<&Message> = slots.iter().filter_map(|&i| run.get(i).copied()).collect();
-                tools.sort_by_key(|m| call_position(assistant, m).unwrap_or(0));
+                let slots: Vec<usize> = run
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, unit)| role(unit) == Some(Role::Tool))
+                    .map(|(i, _)| i)
+                    .collect();
+                let mut tools: Vec<Unit<'_>> = slots.iter().filter_map(|&i| run.get(i).cloned()).collect();
+                tools.sort_by_key(|unit| unit.first().and_then(|m| call_position(assistant, m)).unwrap_or(0));
                 for (slot, tool) in slots.into_iter().zip(tools) {
                     if let Some(place) = run.get_mut(slot) {
                         *place = tool;

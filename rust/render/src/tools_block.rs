@@ -1,7 +1,7 @@
 //! The TOOLS_BLOCK of the head system (behavior.md §8.5), the schema lines it lists, and the
 //! V4.1 "Updated Tool Schemas" section of a system message.
 
-use deepseek_model::pyjson::pyjson;
+use deepseek_model::pyjson::pyjson_with;
 use deepseek_model::{SpecialToken, ToolDefinition};
 use serde_json::{Map, Value};
 
@@ -36,31 +36,32 @@ Otherwise, output directly after {/think} with tool calls or final response.
 
 const CLOSING: &str = "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n";
 
-/// Write the tools block for `tools` (V4.1 leaves out deferred tools).
+/// Write the tools block for `tools`. Deferred tools are left out on both versions (the
+/// reference does so on V4 too, although behavior.md §8.2 says V4 lists them).
 pub(crate) fn write_tools_block(w: &mut Writer<'_>, dialect: &Dialect, tools: &[ToolDefinition]) {
     write_template(w, dialect, INSTRUCTIONS);
-    let listed = tools.iter().filter(|tool| !(dialect.v41 && tool.defer_loading));
-    w.text(&schema_lines(listed));
+    let listed = tools.iter().filter(|tool| !tool.defer_loading);
+    w.text(&schema_lines(listed, dialect));
     w.text(CLOSING);
 }
 
 /// V4.1: `"\n\n### Updated Tool Schemas\n\n"` + every tool's schema line (deferred included).
-pub(crate) fn write_updated_tool_schemas(w: &mut Writer<'_>, tools: &[ToolDefinition]) {
+pub(crate) fn write_updated_tool_schemas(w: &mut Writer<'_>, dialect: &Dialect, tools: &[ToolDefinition]) {
     w.text("\n\n### Updated Tool Schemas\n\n");
-    w.text(&schema_lines(tools.iter()));
+    w.text(&schema_lines(tools.iter(), dialect));
 }
 
-fn schema_lines<'t>(tools: impl Iterator<Item = &'t ToolDefinition>) -> String {
-    tools.map(schema_line).collect::<Vec<_>>().join("\n")
+fn schema_lines<'t>(tools: impl Iterator<Item = &'t ToolDefinition>, dialect: &Dialect) -> String {
+    tools.map(|tool| schema_line(tool, dialect)).collect::<Vec<_>>().join("\n")
 }
 
 /// `PYJSON({"name": …, "description": … or "", "parameters": … as stored})`.
-fn schema_line(tool: &ToolDefinition) -> String {
+fn schema_line(tool: &ToolDefinition, dialect: &Dialect) -> String {
     let mut map = Map::new();
     map.insert("name".to_owned(), Value::String(tool.name.clone()));
     map.insert("description".to_owned(), Value::String(tool.description.clone().unwrap_or_default()));
     map.insert("parameters".to_owned(), tool.parameters.clone().unwrap_or(Value::Null));
-    pyjson(&Value::Object(map))
+    pyjson_with(&Value::Object(map), dialect.float_style)
 }
 
 fn write_template(w: &mut Writer<'_>, dialect: &Dialect, template: &str) {

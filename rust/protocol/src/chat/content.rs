@@ -8,7 +8,7 @@ use std::ops::Range;
 use deepseek_model::{ConversionError, ImageDetail, ImageSource, ModelVersion};
 
 use super::image_url::image_source;
-use super::wire::{Content, ContentPart, WireImageDetail};
+use super::wire::{ChatCompletionRequestContentBlock as ContentPart, Content, WireImageDetail};
 
 const PART_SEPARATOR: &str = "\n\n";
 const UNSUPPORTED_IMAGE_TEXT: &str = "[Unsupported Image]";

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use deepseek_model::{ConversionError, Message, ToolCall};
 
 use super::content::{ContentContext, ImagePolicy, MessageText};
-use super::wire::{AssistantMessage, WireMessage};
+use super::wire::{AssistantMessage, ChatCompletionRequestMessage as WireMessage};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 const ORPHAN_TOOL_MESSAGE: &str =

@@ -30,8 +30,8 @@ pub(crate) struct ChatCompletionRequest {
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
     pub response_format: Option<ChatCompletionResponseFormat>,
-    pub tools: Option<Vec<WireTool>>,
-    pub tool_choice: Option<WireToolChoice>,
+    pub tools: Option<Vec<ChatCompletionTool>>,
+    pub tool_choice: Option<ChatCompletionToolChoice>,
     pub reasoning_effort: Option<RequestedEffort>,
     pub thinking: Option<ChatCompletionThinking>,
     /// Type-checked only; it has no effect (§4.1).
@@ -47,20 +47,24 @@ pub(crate) struct ChatCompletionStreamOptions {
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ChatCompletionThinking {
-        pub kind: ThinkingType,
+    #[serde(rename = "type")]
+    pub kind: ThinkingType,
     #[allow(dead_code)]
     pub budget_tokens: Option<u64>,
 }
 
-/// `stop`: one string or a list of strings.
+/// `stop`: one string or a list of strings (errors name them `stop` and `stop[i]`).
 #[derive(Debug, Clone)]
-pub(crate) struct Stop(pub Vec<String>);
+pub(crate) enum Stop {
+    One(String),
+    List(Vec<String>),
+}
 
 impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
-            Value::String(s) => Ok(Stop(vec![s])),
-            list @ Value::Array(_) => serde_json::from_value(list).map(Stop).map_err(de::Error::custom),
+            Value::String(s) => Ok(Stop::One(s)),
+            list @ Value::Array(_) => serde_json::from_value(list).map(Stop::List).map_err(de::Error::custom),
             _ => Err(de::Error::custom("expected a string or a list")),
         }
     }
@@ -96,7 +100,7 @@ pub(crate) struct AssistantMessage {
     #[allow(dead_code)]
     pub name: Option<String>,
     pub reasoning_content: Option<String>,
-    pub tool_calls: Option<Vec<WireToolCall>>,
+    pub tool_calls: Option<Vec<ChatCompletionRequestToolCall>>,
     pub prefix: Option<bool>,
 }
 
@@ -152,11 +156,12 @@ pub(crate) enum WireImageDetail {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct WireToolCall {
+pub(crate) struct ChatCompletionRequestToolCall {
     pub id: String,
-        #[allow(dead_code)]
+    #[serde(rename = "type")]
+    #[allow(dead_code)]
     pub kind: FunctionType,
-    pub function: WireFunctionCall,
+    pub function: ChatCompletionRequestFunctionCall,
 }
 
 /// The only tool type Chat knows.
@@ -167,20 +172,21 @@ pub(crate) enum FunctionType {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct WireFunctionCall {
+pub(crate) struct ChatCompletionRequestFunctionCall {
     pub name: String,
     pub arguments: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct WireTool {
-        #[allow(dead_code)]
+pub(crate) struct ChatCompletionTool {
+    #[serde(rename = "type")]
+    #[allow(dead_code)]
     pub kind: FunctionType,
-    pub function: WireFunction,
+    pub function: ChatCompletionFunctionDefinition,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct WireFunction {
+pub(crate) struct ChatCompletionFunctionDefinition {
     pub name: String,
     pub description: Option<String>,
     pub parameters: Option<Value>,
@@ -189,7 +195,7 @@ pub(crate) struct WireFunction {
 
 /// `tool_choice`: `"none" | "auto" | "required"` or `{"type":"function","function":{"name"}}`.
 #[derive(Debug, Clone)]
-pub(crate) enum WireToolChoice {
+pub(crate) enum ChatCompletionToolChoice {
     None,
     Auto,
     Required,
@@ -201,14 +207,14 @@ struct ChatCompletionToolChoiceFunction {
     name: String,
 }
 
-impl<'de> Deserialize<'de> for WireToolChoice {
+impl<'de> Deserialize<'de> for ChatCompletionToolChoice {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         const EXPECTED: &str = "expected one of `none`, `auto`, `required` or a tool";
         match Value::deserialize(deserializer)? {
             Value::String(s) => match s.as_str() {
-                "none" => Ok(WireToolChoice::None),
-                "auto" => Ok(WireToolChoice::Auto),
-                "required" => Ok(WireToolChoice::Required),
+                "none" => Ok(ChatCompletionToolChoice::None),
+                "auto" => Ok(ChatCompletionToolChoice::Auto),
+                "required" => Ok(ChatCompletionToolChoice::Required),
                 _ => Err(de::Error::custom(EXPECTED)),
             },
             Value::Object(mut map) => {
@@ -220,7 +226,7 @@ impl<'de> Deserialize<'de> for WireToolChoice {
                 let function = map.remove("function").unwrap_or(Value::Null);
                 let function: ChatCompletionToolChoiceFunction = serde_json::from_value(function)
                     .map_err(|e| de::Error::custom(format!("field `function`: {e}")))?;
-                Ok(WireToolChoice::Function(function.name))
+                Ok(ChatCompletionToolChoice::Function(function.name))
             }
             _ => Err(de::Error::custom(EXPECTED)),
         }
@@ -231,13 +237,13 @@ impl<'de> Deserialize<'de> for WireToolChoice {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum ChatCompletionResponseFormat {
     JsonObject,
-    JsonSchema { json_schema: JsonSchemaFormat },
+    JsonSchema { json_schema: ChatCompletionResponseFormatJsonSchema },
     Regex { regex: String },
     Text,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct JsonSchemaFormat {
+pub(crate) struct ChatCompletionResponseFormatJsonSchema {
     #[allow(dead_code)]
     pub name: Option<String>,
     #[allow(dead_code)]

@@ -124,7 +124,7 @@ impl BlockContext<'_> {
                 MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
                     return Err(tool_use_outside_assistant(index))
                 }
-                MessagesContentBlock::WebSearchToolResult { .. } => self.server_block()?,
+                MessagesContentBlock::WebSearchToolResult { .. } => return Err(search_result_outside_assistant(index)),
                 MessagesContentBlock::ToolAddition { .. } => return Err(addition_outside_system(index)),
             }
         }
@@ -257,7 +257,9 @@ impl BlockContext<'_> {
                             return Err(tool_use_outside_assistant(index))
                         }
                         MessagesContentBlock::ToolResult { .. } => return Err(result_outside_user(index)),
-                        MessagesContentBlock::WebSearchToolResult { .. } => self.server_block()?,
+                        MessagesContentBlock::WebSearchToolResult { .. } => {
+                            return Err(search_result_outside_assistant(index))
+                        }
                     }
                 }
             }
@@ -302,10 +304,37 @@ fn tool_use_outside_assistant(index: usize) -> ConversionError {
     ConversionError::new(format!("messages.{index}: `tool_use` blocks can only be in `assistant` messages"))
 }
 
+fn search_result_outside_assistant(index: usize) -> ConversionError {
+    ConversionError::new(format!(
+        "messages.{index}: `web_search_tool_result` blocks can only be in `assistant` messages"
+    ))
+}
+
 fn result_outside_user(index: usize) -> ConversionError {
     ConversionError::new(format!("messages.{index}: `tool_result` blocks can only be in `user` messages"))
 }
 
 fn addition_outside_system(index: usize) -> ConversionError {
     ConversionError::new(format!("messages.{index}: `tool_addition` blocks can only be in `system` messages"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_thinking_ids() {
+        for (id, want) in [
+            ("call_00_ET_aNDvwmaxocc6Ure2Xzmg1452", true),
+            ("call_aa_ET_x", true),
+            ("call_00_ET_", true),
+            ("call_00_et_aNDvwmaxocc6Ure2Xzmg1452", false),
+            ("call_000_ET_x", false),
+            ("call_ET_", false),
+            ("zcall_00_ET_x", false),
+            ("", false),
+        ] {
+            assert_eq!(is_empty_thinking_id(id), want, "{id:?}");
+        }
+    }
 }

@@ -55,11 +55,12 @@ fn sextet(byte: u8) -> Option<u8> {
 
 /// Standard alphabet, padding required, no whitespace, and no stray bits in the last group.
 fn is_strict_base64(data: &[u8]) -> bool {
-    if data.len() % 4 != 0 {
+    let chunks = data.chunks_exact(4);
+    if !chunks.remainder().is_empty() {
         return false;
     }
-    let groups = data.len() / 4;
-    for (g, group) in data.chunks(4).enumerate() {
+    let groups = chunks.len();
+    for (g, group) in chunks.enumerate() {
         let last = g + 1 == groups;
         let pad = group.iter().rev().take_while(|b| **b == b'=').count();
         if pad > 2 || (pad > 0 && !last) {

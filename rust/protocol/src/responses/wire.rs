@@ -241,6 +241,7 @@ pub struct FunctionTool {
     pub description: Option<String>,
     pub parameters: Option<Value>,
     pub strict: Option<bool>,
+    #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub defer_loading: Option<bool>,
 }
 
@@ -329,6 +330,7 @@ pub enum Verbosity {
 #[serde(rename = "ResponsesTextConfig")]
 pub struct TextConfig {
     pub format: Option<TextFormat>,
+    #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub verbosity: Option<Verbosity>,
 }
 
@@ -342,9 +344,11 @@ pub enum TextFormat {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct JsonSchemaFormat {
+    #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub name: String,
     pub schema: Value,
     pub strict: Option<bool>,
+    #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub description: Option<String>,
 }
 
@@ -360,5 +364,6 @@ pub enum ReasoningSummary {
 #[serde(rename = "ResponsesReasoningConfig")]
 pub struct ReasoningConfig {
     pub effort: Option<RequestedEffort>,
+    #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub summary: Option<ReasoningSummary>,
 }
