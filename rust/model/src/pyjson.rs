@@ -91,7 +91,9 @@ pub fn format_float(f: f64, style: FloatStyle) -> String {
     if abs >= 1e16 || (abs < smallest_decimal && f != 0.0) {
         // `{:e}` gives the shortest round-trip digits: `1.5e16`, `1e-6`.
         let s = format!("{f:e}");
-        let Some((mantissa, exp)) = s.split_once('e') else { return s };
+        let Some((mantissa, exp)) = s.split_once('e') else {
+            return s;
+        };
         let (sign, digits) = match exp.strip_prefix('-') {
             Some(digits) => ("-", digits),
             None => ("+", exp),
@@ -138,22 +140,54 @@ mod tests {
 
     /// (name, JSON input as parsed by serde_json, expected PYJSON with the V4 spelling)
     const CASES: &[(&str, &str, &str)] = &[
-        ("separators", r#"{"a":1,"b":[1,2]}"#, r#"{"a": 1, "b": [1, 2]}"#),
+        (
+            "separators",
+            r#"{"a":1,"b":[1,2]}"#,
+            r#"{"a": 1, "b": [1, 2]}"#,
+        ),
         ("key order kept", r#"{"z":1,"a":2}"#, r#"{"z": 1, "a": 2}"#),
-        ("empty containers", r#"{"o":{},"a":[]}"#, r#"{"o": {}, "a": []}"#),
+        (
+            "empty containers",
+            r#"{"o":{},"a":[]}"#,
+            r#"{"o": {}, "a": []}"#,
+        ),
         ("literals", "[true,false,null]", "[true, false, null]"),
         ("non-ascii raw", r#""é中😀""#, "\"é中😀\""),
-        ("del and u2028 raw", "\"\u{7f}\u{2028}\"", "\"\u{7f}\u{2028}\""),
-        ("named escapes", r#""\"\\\n\t\r\b\f""#, r#""\"\\\n\t\r\b\f""#),
-        ("control escapes lowercase", r#""\u0001\u001F""#, r#""\u0001\u001f""#),
+        (
+            "del and u2028 raw",
+            "\"\u{7f}\u{2028}\"",
+            "\"\u{7f}\u{2028}\"",
+        ),
+        (
+            "named escapes",
+            r#""\"\\\n\t\r\b\f""#,
+            r#""\"\\\n\t\r\b\f""#,
+        ),
+        (
+            "control escapes lowercase",
+            r#""\u0001\u001F""#,
+            r#""\u0001\u001f""#,
+        ),
         ("slash not escaped", r#""a/b""#, r#""a/b""#),
         ("i64 min", "-9223372036854775808", "-9223372036854775808"),
         ("u64 max", "18446744073709551615", "18446744073709551615"),
-        ("past u64 becomes float", "18446744073709551616", "1.8446744073709552e+19"),
-        ("31-digit integer", "1000000000000000000000000000000", "1e+30"),
+        (
+            "past u64 becomes float",
+            "18446744073709551616",
+            "1.8446744073709552e+19",
+        ),
+        (
+            "31-digit integer",
+            "1000000000000000000000000000000",
+            "1e+30",
+        ),
         ("1e16", "1e16", "1e+16"),
         ("1.5e16", "1.5e16", "1.5e+16"),
-        ("1.2345678901234568e17", "123456789012345678.0", "1.2345678901234568e+17"),
+        (
+            "1.2345678901234568e17",
+            "123456789012345678.0",
+            "1.2345678901234568e+17",
+        ),
         ("1e308", "1e308", "1e+308"),
         ("1.0", "1.0", "1.0"),
         ("2500.0", "2.5e3", "2500.0"),
@@ -161,7 +195,11 @@ mod tests {
         ("0.0001", "0.0001", "0.0001"),
         ("1e-5", "1e-5", "0.00001"),
         ("1.5e-5", "0.000015", "0.000015"),
-        ("0.30000000000000004", "0.30000000000000004", "0.30000000000000004"),
+        (
+            "0.30000000000000004",
+            "0.30000000000000004",
+            "0.30000000000000004",
+        ),
         ("pi-ish", "3.14159265358979", "3.14159265358979"),
         ("zero", "0.0", "0.0"),
         ("negative zero", "-0.0", "-0.0"),
@@ -188,14 +226,19 @@ mod tests {
         ("1e15 decimal", "1e15", "1000000000000000.0"),
         ("past u64", "18446744073709551616", "1.8446744073709552e+19"),
         ("negative zero", "-0.0", "-0.0"),
-        ("nested", r#"{"x":[1,2.5,1e-7]}"#, r#"{"x": [1, 2.5, 1e-07]}"#),
+        (
+            "nested",
+            r#"{"x":[1,2.5,1e-7]}"#,
+            r#"{"x": [1, 2.5, 1e-07]}"#,
+        ),
     ];
 
     #[test]
     fn pyjson_python_repr_table() {
         let mut failures = Vec::new();
         for (name, input, expected) in PYTHON_REPR_CASES {
-            let value: Value = serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let value: Value =
+                serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
             let got = pyjson_with(&value, FloatStyle::PythonRepr);
             if got != *expected {
                 failures.push(format!("{name}: got {got:?}, expected {expected:?}"));
@@ -208,7 +251,8 @@ mod tests {
     fn pyjson_table() {
         let mut failures = Vec::new();
         for (name, input, expected) in CASES {
-            let value: Value = serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let value: Value =
+                serde_json::from_str(input).unwrap_or_else(|e| panic!("{name}: {e}"));
             let got = pyjson(&value);
             if got != *expected {
                 failures.push(format!("{name}: got {got:?}, expected {expected:?}"));

@@ -75,7 +75,9 @@ impl Dialect {
         } else {
             match effort {
                 Some(ReasoningEffort::Low) => None,
-                None | Some(ReasoningEffort::High | ReasoningEffort::Xhigh) => Some(V4_PREAMBLE_DEFAULT.to_owned()),
+                None | Some(ReasoningEffort::High | ReasoningEffort::Xhigh) => {
+                    Some(V4_PREAMBLE_DEFAULT.to_owned())
+                }
                 Some(ReasoningEffort::Max) => Some(V4_PREAMBLE_MAX.to_owned()),
             }
         }

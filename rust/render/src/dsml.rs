@@ -23,17 +23,32 @@ fn params(arguments: &str, dialect: &Dialect) -> Vec<Param> {
         Ok(Value::Object(map)) => map
             .into_iter()
             .map(|(name, value)| match value {
-                Value::String(text) => Param { name, is_string: true, value: text },
-                other => Param { name, is_string: false, value: pyjson_with(&other, dialect.float_style) },
+                Value::String(text) => Param {
+                    name,
+                    is_string: true,
+                    value: text,
+                },
+                other => Param {
+                    name,
+                    is_string: false,
+                    value: pyjson_with(&other, dialect.float_style),
+                },
             })
             .collect(),
-        _ => vec![Param { name: "arguments".to_owned(), is_string: true, value: arguments.to_owned() }],
+        _ => vec![Param {
+            name: "arguments".to_owned(),
+            is_string: true,
+            value: arguments.to_owned(),
+        }],
     }
 }
 
-/// `"\n\n<DSML calls>\n" + invokes joined by "\n" + "\n</DSML calls>"`; nothing without calls.
-pub(crate) fn write_tool_calls(w: &mut Writer<'_>, dialect: &Dialect, calls: &[ToolCall]) {
-    if calls.is_empty() {
+/// TOOLCALLS: `"\n\n<DSML calls>\n"` + each invoke followed by `"\n"` + `"</DSML calls>"`.
+/// V4.1 writes nothing without calls; V4 writes an empty block for an empty (but present)
+/// call list.
+pub(crate) fn write_tool_calls(w: &mut Writer<'_>, dialect: &Dialect, calls: Option<&[ToolCall]>) {
+    let Some(calls) = calls else { return };
+    if calls.is_empty() && dialect.v41 {
         return;
     }
     // V4 lists the calls ordered by id (stable for equal ids); V4.1 keeps the given order.
@@ -44,13 +59,10 @@ pub(crate) fn write_tool_calls(w: &mut Writer<'_>, dialect: &Dialect, calls: &[T
     w.text("\n\n");
     open_tag(w, dialect.calls_tag);
     w.text("\n");
-    for (index, call) in ordered.into_iter().enumerate() {
-        if index > 0 {
-            w.text("\n");
-        }
+    for call in ordered {
         write_invoke(w, dialect, call);
+        w.text("\n");
     }
-    w.text("\n");
     close_tag(w, dialect.calls_tag);
 }
 
@@ -94,7 +106,11 @@ fn write_param(w: &mut Writer<'_>, dialect: &Dialect, param: &Param) {
     w.text(dialect.parameter_tag);
     w.text(" name=\"");
     w.text(&param.name);
-    w.text(if param.is_string { "\" string=\"true\">" } else { "\" string=\"false\">" });
+    w.text(if param.is_string {
+        "\" string=\"true\">"
+    } else {
+        "\" string=\"false\">"
+    });
     w.text(&param.value);
     close_tag(w, dialect.parameter_tag);
 }

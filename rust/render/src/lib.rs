@@ -19,11 +19,14 @@ mod writer;
 use std::ops::Range;
 
 use deepseek_model::pyjson::pyjson_with;
-use deepseek_model::{Conversation, ImageSource, Message, ModelVersion, ResponseFormat, SpecialToken, SpecialTokens, ToolChoice};
+use deepseek_model::{
+    Conversation, ImageSource, Message, ModelVersion, ResponseFormat, SpecialToken, SpecialTokens,
+    ToolChoice,
+};
 
 use crate::dialect::{Dialect, JSON_SCHEMA_SECTION};
 use crate::message::Context;
-use crate::normalize::{normalize, Block};
+use crate::normalize::{normalize, Block, Normalized};
 use crate::writer::Writer;
 
 /// A rendered prompt.
@@ -32,47 +35,39 @@ pub struct RenderedPrompt {
     pub prompt: String,
     /// Ascending, disjoint byte ranges of `prompt`, each one special-token spelling.
     pub special_ranges: Vec<Range<usize>>,
-    /// The sources whose placeholders appear, in prompt order.
+    /// The image sources of every rendered message, in prompt order (also those a message
+    /// holds beyond its placeholders; V4 hoisted system images included, except those of an
+    /// empty system message, which is skipped whole).
     pub image_sources: Vec<ImageSource>,
 }
 
 /// Render `conversation` for `version` with the given special-token spellings.
-pub fn render(conversation: &Conversation, version: ModelVersion, special_tokens: &SpecialTokens) -> RenderedPrompt {
+pub fn render(
+    conversation: &Conversation,
+    version: ModelVersion,
+    special_tokens: &SpecialTokens,
+) -> RenderedPrompt {
     let dialect = Dialect::of(version);
-    let ctx = Context { dialect, thinking: conversation.thinking_mode, tools_active: conversation.tools_active() };
+    let ctx = Context {
+        dialect,
+        thinking: conversation.thinking_mode,
+        tools_active: conversation.tools_active(),
+    };
     let empty_head = Message::system("");
     let normalized = normalize(conversation, &dialect, &empty_head);
-    let preamble = if ctx.thinking { dialect.effort_preamble(conversation.reasoning_effort) } else { None };
+    let preamble = if ctx.thinking {
+        dialect.effort_preamble(conversation.reasoning_effort)
+    } else {
+        None
+    };
 
     let mut w = Writer::new(special_tokens);
     w.special(SpecialToken::Bos);
 
     if dialect.v41 {
-        // The preamble opens the first system block, or stands alone before a first
-        // non-system block; an empty conversation gets none.
-        let starts_with_system = matches!(normalized.blocks.first(), Some(Block::System { .. }));
-        if let (Some(text), false, false) = (&preamble, starts_with_system, normalized.blocks.is_empty()) {
-            w.special(SpecialToken::System);
-            w.text(text);
-            w.text("\n\n");
-        }
+        write_v41_standalone_preamble(&mut w, &normalized, preamble.as_deref());
     } else {
-        if let Some(text) = &preamble {
-            w.text(text);
-            w.text("\n\n");
-        }
-        // Non-empty system texts joined by a blank line; every source is listed in order.
-        let mut wrote_text = false;
-        for system in &normalized.hoisted_systems {
-            if !system.content.is_empty() {
-                if wrote_text {
-                    w.text("\n\n");
-                }
-                wrote_text = true;
-            }
-            w.content(system);
-        }
-        write_head_sections(&mut w, &ctx, conversation);
+        write_v4_head(&mut w, &ctx, conversation, &normalized, preamble.as_deref());
     }
 
     let count = normalized.blocks.len();
@@ -94,18 +89,71 @@ pub fn render(conversation: &Conversation, version: ModelVersion, special_tokens
             }
             Block::UserRun(run) => message::write_user_run(&mut w, run),
             Block::LatestReminder(reminder) => message::write_reminder(&mut w, reminder),
-            Block::Assistant(assistant) => message::write_assistant(&mut w, &ctx, assistant, index + 1 == count),
+            Block::Assistant(assistant) => {
+                let position = message::Position {
+                    first: index == 0,
+                    last: index + 1 == count,
+                };
+                message::write_assistant(&mut w, &ctx, assistant, position);
+            }
         }
     }
 
     if !normalized.ends_with_prefix() {
         w.special(SpecialToken::Assistant);
-        w.special(if ctx.thinking { SpecialToken::ThinkingStart } else { SpecialToken::ThinkingEnd });
+        w.special(if ctx.thinking {
+            SpecialToken::ThinkingStart
+        } else {
+            SpecialToken::ThinkingEnd
+        });
     }
     if conversation.tool_choice == ToolChoice::Required && !conversation.tools.is_empty() {
         dsml::write_required_opener(&mut w, &dialect);
     }
     w.finish()
+}
+
+/// V4.1: the preamble opens the first system block; before a first non-system block it
+/// stands alone as `<System>` + preamble. An empty conversation gets none.
+fn write_v41_standalone_preamble(
+    w: &mut Writer<'_>,
+    normalized: &Normalized<'_>,
+    preamble: Option<&str>,
+) {
+    let starts_with_system = matches!(normalized.blocks.first(), Some(Block::System { .. }));
+    if let (Some(text), false, false) = (preamble, starts_with_system, normalized.blocks.is_empty())
+    {
+        w.special(SpecialToken::System);
+        w.text(text);
+        w.text("\n\n");
+    }
+}
+
+/// V4: the head has no token of its own: preamble, the hoisted system texts (non-empty ones
+/// joined by a blank line; an empty system message is skipped whole, image sources
+/// included), then the tools and format sections.
+fn write_v4_head(
+    w: &mut Writer<'_>,
+    ctx: &Context,
+    conversation: &Conversation,
+    normalized: &Normalized<'_>,
+    preamble: Option<&str>,
+) {
+    if let Some(text) = preamble {
+        w.text(text);
+        w.text("\n\n");
+    }
+    let systems = normalized
+        .hoisted_systems
+        .iter()
+        .filter(|m| !m.content.is_empty());
+    for (index, system) in systems.enumerate() {
+        if index > 0 {
+            w.text("\n\n");
+        }
+        w.content(system);
+    }
+    write_head_sections(w, ctx, conversation);
 }
 
 /// The sections appended to the head system text: the tools block when tools are active,

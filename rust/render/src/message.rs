@@ -61,18 +61,33 @@ pub(crate) fn write_message_tools(w: &mut Writer<'_>, dialect: &Dialect, message
     }
 }
 
-/// An assistant turn. `last` tells whether it is the last rendered block (V4 applies the
-/// prefix rule only there).
-pub(crate) fn write_assistant(w: &mut Writer<'_>, ctx: &Context, message: &Message, last: bool) {
-    let prefix = message.prefix && (ctx.dialect.v41 || last);
+/// Where an assistant block sits among the normalized blocks.
+pub(crate) struct Position {
+    pub(crate) first: bool,
+    pub(crate) last: bool,
+}
+
+/// An assistant turn. A V4 prefix assistant that is not last is written with the prefix
+/// rule and then closed with EOS (behavior.md §8.2 calls it "a normal turn", but its THINK
+/// follows the prefix rule).
+pub(crate) fn write_assistant(
+    w: &mut Writer<'_>,
+    ctx: &Context,
+    message: &Message,
+    position: Position,
+) {
+    let last = position.last;
     w.special(SpecialToken::Assistant);
-    if prefix {
-        write_prefix_body(w, ctx, message);
+    if message.prefix {
+        write_prefix_body(w, ctx, message, position.first);
+        if !ctx.dialect.v41 && !last {
+            w.special(SpecialToken::Eos);
+        }
         return;
     }
     write_history_think(w, ctx, message);
     w.assistant_text(&message.content);
-    write_tool_calls(w, &ctx.dialect, message.calls());
+    write_tool_calls(w, &ctx.dialect, message.tool_calls.as_deref());
     w.special(SpecialToken::Eos);
 }
 
@@ -82,7 +97,8 @@ fn write_history_think(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
     let reasoning = if !ctx.tools_active {
         None
     } else if ctx.dialect.v41 {
-        ctx.thinking.then(|| message.reasoning_content.as_deref().unwrap_or_default())
+        ctx.thinking
+            .then(|| message.reasoning_content.as_deref().unwrap_or_default())
     } else {
         message.reasoning_content.as_deref()
     };
@@ -93,12 +109,14 @@ fn write_history_think(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
     w.special(SpecialToken::ThinkingEnd);
 }
 
-/// A continuation the model extends: no end-of-sentence token.
-fn write_prefix_body(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
+/// A continuation the model extends: no end-of-sentence token. On V4.1 a prefix assistant
+/// that opens the conversation (nothing before it, not even a system message) is written as
+/// with thinking off.
+fn write_prefix_body(w: &mut Writer<'_>, ctx: &Context, message: &Message, first: bool) {
     let content = message.content.as_str();
     let calls = message.calls();
     if ctx.dialect.v41 {
-        if ctx.thinking {
+        if ctx.thinking && !first {
             w.special(SpecialToken::ThinkingStart);
             w.assistant_text(message.reasoning_content.as_deref().unwrap_or_default());
             if content.is_empty() && calls.is_empty() {
@@ -117,5 +135,5 @@ fn write_prefix_body(w: &mut Writer<'_>, ctx: &Context, message: &Message) {
             w.assistant_text(content);
         }
     }
-    write_tool_calls(w, &ctx.dialect, calls);
+    write_tool_calls(w, &ctx.dialect, message.tool_calls.as_deref());
 }

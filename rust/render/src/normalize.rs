@@ -15,7 +15,10 @@ pub(crate) type Unit<'a> = Vec<&'a Message>;
 pub(crate) enum Block<'a> {
     /// A system message rendered in place (V4.1). `head` marks the first message, which
     /// carries the preamble, tools and format sections.
-    System { message: &'a Message, head: bool },
+    System {
+        message: &'a Message,
+        head: bool,
+    },
     /// Consecutive user/tool units rendered under one user token.
     UserRun(Vec<Unit<'a>>),
     LatestReminder(&'a Message),
@@ -51,32 +54,43 @@ pub(crate) fn normalize<'a>(
 }
 
 fn normalize_v4(conversation: &Conversation) -> Normalized<'_> {
-    let (hoisted_systems, messages): (Vec<&Message>, Vec<&Message>) =
-        conversation.messages.iter().partition(|m| m.role == Role::System);
+    let (hoisted_systems, messages): (Vec<&Message>, Vec<&Message>) = conversation
+        .messages
+        .iter()
+        .partition(|m| m.role == Role::System);
     // Consecutive user messages become one unit before tool results are sorted.
     let mut units: Vec<Unit<'_>> = Vec::with_capacity(messages.len());
     for message in messages {
         match units.last_mut() {
-            Some(unit) if message.role == Role::User && role(unit) == Some(Role::User) => unit.push(message),
+            Some(unit) if message.role == Role::User && role(unit) == Some(Role::User) => {
+                unit.push(message)
+            }
             _ => units.push(vec![message]),
         }
     }
     sort_result_windows_v4(&mut units);
-    Normalized { hoisted_systems, blocks: into_blocks(units, false) }
+    Normalized {
+        hoisted_systems,
+        blocks: into_blocks(units, false),
+    }
 }
 
 fn normalize_v41<'a>(conversation: &'a Conversation, empty_head: &'a Message) -> Normalized<'a> {
     let mut messages: Vec<&Message> = Vec::with_capacity(conversation.messages.len() + 1);
     let mut previous: Option<Role> = None;
     for message in &conversation.messages {
-        let repeated_reminder = message.role == Role::LatestReminder && previous == Some(Role::LatestReminder);
+        let repeated_reminder =
+            message.role == Role::LatestReminder && previous == Some(Role::LatestReminder);
         previous = Some(message.role);
         if !repeated_reminder {
             messages.push(message);
         }
     }
     let needs_head = conversation.tools_active()
-        || matches!(conversation.response_format, ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_));
+        || matches!(
+            conversation.response_format,
+            ResponseFormat::JsonObject | ResponseFormat::JsonSchema(_)
+        );
     if needs_head && messages.first().map(|m| m.role) != Some(Role::System) {
         messages.insert(0, empty_head);
     }
@@ -85,7 +99,10 @@ fn normalize_v41<'a>(conversation: &'a Conversation, empty_head: &'a Message) ->
     if let Some(Block::System { head, .. }) = blocks.first_mut() {
         *head = true;
     }
-    Normalized { hoisted_systems: Vec::new(), blocks }
+    Normalized {
+        hoisted_systems: Vec::new(),
+        blocks,
+    }
 }
 
 fn role(unit: &Unit<'_>) -> Option<Role> {
@@ -97,9 +114,14 @@ fn role(unit: &Unit<'_>) -> Option<Role> {
 fn into_blocks(units: Vec<Unit<'_>>, v41: bool) -> Vec<Block<'_>> {
     let mut blocks: Vec<Block<'_>> = Vec::new();
     for unit in units {
-        let (Some(unit_role), Some(&message)) = (role(&unit), unit.first()) else { continue };
+        let (Some(unit_role), Some(&message)) = (role(&unit), unit.first()) else {
+            continue;
+        };
         match unit_role {
-            Role::System => blocks.push(Block::System { message, head: false }),
+            Role::System => blocks.push(Block::System {
+                message,
+                head: false,
+            }),
             Role::LatestReminder => blocks.push(Block::LatestReminder(message)),
             Role::Assistant => blocks.push(Block::Assistant(message)),
             Role::User | Role::Tool => {
@@ -123,13 +145,20 @@ fn into_blocks(units: Vec<Unit<'_>>, v41: bool) -> Vec<Block<'_>> {
 /// everything else. This matches the call order V4 renders (calls sorted by id). No sort
 /// happens when fewer than N units follow.
 fn sort_result_windows_v4(units: &mut [Unit<'_>]) {
-    for index in 0..units.len() {
-        let Some(&assistant) = units.get(index).and_then(|unit| unit.first()) else { continue };
-        let count = assistant.calls().len();
-        if assistant.role != Role::Assistant || count == 0 {
-            continue;
-        }
-        if let Some(window) = units.get_mut(index + 1..index + 1 + count) {
+    // Windows are taken from the order before any sorting: an assistant that an earlier
+    // window moved still sorts the units at its original position + 1.
+    let windows: Vec<(usize, usize)> = units
+        .iter()
+        .enumerate()
+        .filter_map(|(index, unit)| match unit.first() {
+            Some(message) if message.role == Role::Assistant && !message.calls().is_empty() => {
+                Some((index + 1, message.calls().len()))
+            }
+            _ => None,
+        })
+        .collect();
+    for (start, count) in windows {
+        if let Some(window) = units.get_mut(start..start + count) {
             window.sort_by(|a, b| v4_result_key(a).cmp(&v4_result_key(b)));
         }
     }
@@ -148,24 +177,37 @@ fn call_position(calls: &Message, message: &Message) -> Option<usize> {
     calls.calls().iter().position(|call| call.id == id)
 }
 
-/// V4.1: inside each user/tool run, the tool messages are stably sorted (among the positions
-/// tool messages hold) by the call order of the most recent assistant with calls; an unknown
-/// id sorts as position 0.
+/// V4.1: inside each user/tool run, the tool messages that carry a `tool_call_id` are stably
+/// sorted (among the positions they hold) by the call order of the most recent assistant
+/// with calls; an unknown id sorts as position 0. Tool messages without an id, and user
+/// messages, keep their positions.
 fn sort_results_in_runs_v41(blocks: &mut [Block<'_>]) {
     let mut latest_calls: Option<&Message> = None;
     for block in blocks.iter_mut() {
         match block {
-            Block::Assistant(message) if !message.calls().is_empty() => latest_calls = Some(*message),
+            Block::Assistant(message) if !message.calls().is_empty() => {
+                latest_calls = Some(*message)
+            }
             Block::UserRun(run) => {
-                let Some(assistant) = latest_calls else { continue };
+                let Some(assistant) = latest_calls else {
+                    continue;
+                };
                 let slots: Vec<usize> = run
                     .iter()
                     .enumerate()
-                    .filter(|(_, unit)| role(unit) == Some(Role::Tool))
+                    .filter(|(_, unit)| {
+                        unit.first()
+                            .is_some_and(|m| m.role == Role::Tool && m.tool_call_id.is_some())
+                    })
                     .map(|(i, _)| i)
                     .collect();
-                let mut tools: Vec<Unit<'_>> = slots.iter().filter_map(|&i| run.get(i).cloned()).collect();
-                tools.sort_by_key(|unit| unit.first().and_then(|m| call_position(assistant, m)).unwrap_or(0));
+                let mut tools: Vec<Unit<'_>> =
+                    slots.iter().filter_map(|&i| run.get(i).cloned()).collect();
+                tools.sort_by_key(|unit| {
+                    unit.first()
+                        .and_then(|m| call_position(assistant, m))
+                        .unwrap_or(0)
+                });
                 for (slot, tool) in slots.into_iter().zip(tools) {
                     if let Some(place) = run.get_mut(slot) {
                         *place = tool;

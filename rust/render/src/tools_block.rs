@@ -40,27 +40,45 @@ const CLOSING: &str = "\n\nYou MUST strictly follow the above defined tool name 
 /// reference does so on V4 too, although behavior.md §8.2 says V4 lists them).
 pub(crate) fn write_tools_block(w: &mut Writer<'_>, dialect: &Dialect, tools: &[ToolDefinition]) {
     write_template(w, dialect, INSTRUCTIONS);
-    let listed = tools.iter().filter(|tool| !tool.defer_loading);
-    w.text(&schema_lines(listed, dialect));
-    w.text(CLOSING);
+    let listed: Vec<&ToolDefinition> = tools.iter().filter(|tool| !tool.defer_loading).collect();
+    w.text(&schema_lines(listed.iter().copied(), dialect));
+    if listed.is_empty() && !dialect.v41 {
+        // V4 writes one newline fewer around an empty list ("Schemas\n\n\nYou MUST").
+        w.text(CLOSING.get(1..).unwrap_or_default());
+    } else {
+        w.text(CLOSING);
+    }
 }
 
 /// V4.1: `"\n\n### Updated Tool Schemas\n\n"` + every tool's schema line (deferred included).
-pub(crate) fn write_updated_tool_schemas(w: &mut Writer<'_>, dialect: &Dialect, tools: &[ToolDefinition]) {
+pub(crate) fn write_updated_tool_schemas(
+    w: &mut Writer<'_>,
+    dialect: &Dialect,
+    tools: &[ToolDefinition],
+) {
     w.text("\n\n### Updated Tool Schemas\n\n");
     w.text(&schema_lines(tools.iter(), dialect));
 }
 
 fn schema_lines<'t>(tools: impl Iterator<Item = &'t ToolDefinition>, dialect: &Dialect) -> String {
-    tools.map(|tool| schema_line(tool, dialect)).collect::<Vec<_>>().join("\n")
+    tools
+        .map(|tool| schema_line(tool, dialect))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `PYJSON({"name": …, "description": … or "", "parameters": … as stored})`.
 fn schema_line(tool: &ToolDefinition, dialect: &Dialect) -> String {
     let mut map = Map::new();
     map.insert("name".to_owned(), Value::String(tool.name.clone()));
-    map.insert("description".to_owned(), Value::String(tool.description.clone().unwrap_or_default()));
-    map.insert("parameters".to_owned(), tool.parameters.clone().unwrap_or(Value::Null));
+    map.insert(
+        "description".to_owned(),
+        Value::String(tool.description.clone().unwrap_or_default()),
+    );
+    map.insert(
+        "parameters".to_owned(),
+        tool.parameters.clone().unwrap_or(Value::Null),
+    );
     pyjson_with(&Value::Object(map), dialect.float_style)
 }
 

@@ -14,8 +14,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use deepseek_model::{
-    Conversation, ImageDetail, ImageSource, ImageSourceKind, Message, ModelVersion, ReasoningEffort,
-    ResponseFormat, SpecialToken, SpecialTokens, ToolCall, ToolChoice, ToolDefinition,
+    Conversation, ImageDetail, ImageSource, ImageSourceKind, Message, ModelVersion,
+    ReasoningEffort, ResponseFormat, SpecialToken, SpecialTokens, ToolCall, ToolChoice,
+    ToolDefinition,
 };
 use deepseek_render::render;
 use serde_json::Value;
@@ -28,14 +29,16 @@ const PLACEHOLDERS_NOT_RECOVERABLE: &[&str] = &[];
 /// The vendored corpus, or another directory of cases in the same shape named by
 /// `RENDER_CONFORMANCE_DIR` (for differential runs against locally generated cases).
 fn requests_dir() -> PathBuf {
-    match std::env::var_os("RENDER_CONFORMANCE_DIR") {
+    match std::env::var_os("RENDER_CONFORMANCE_DIR").filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/requests"),
     }
 }
 
 fn string(v: &Value) -> String {
-    v.as_str().unwrap_or_else(|| panic!("expected a string, got {v}")).to_owned()
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string, got {v}"))
+        .to_owned()
 }
 
 fn opt_string(v: &Value) -> Option<String> {
@@ -48,15 +51,26 @@ fn image_source(v: &Value) -> ImageSource {
         Some("DataUrlImageSource") => ImageSourceKind::DataUrl(string(&v["data_url"])),
         other => panic!("unsupported image source class {other:?}"),
     };
-    let detail = v["detail"].as_str().and_then(ImageDetail::parse).unwrap_or_else(|| panic!("bad detail {v}"));
-    ImageSource { kind, detail, path: v["path"].as_str().unwrap_or_default().to_owned() }
+    let detail = v["detail"]
+        .as_str()
+        .and_then(ImageDetail::parse)
+        .unwrap_or_else(|| panic!("bad detail {v}"));
+    ImageSource {
+        kind,
+        detail,
+        path: v["path"].as_str().unwrap_or_default().to_owned(),
+    }
 }
 
 fn tool_definition(v: &Value) -> ToolDefinition {
     ToolDefinition {
         name: string(&v["name"]),
         description: opt_string(&v["description"]),
-        parameters: if v["parameters"].is_null() { None } else { Some(v["parameters"].clone()) },
+        parameters: if v["parameters"].is_null() {
+            None
+        } else {
+            Some(v["parameters"].clone())
+        },
         strict: v["strict"].as_bool(),
         defer_loading: v["defer_loading"].as_bool().unwrap_or(false),
     }
@@ -70,9 +84,10 @@ fn message(v: &Value, image_token: &str) -> Message {
     let content = string(&v["content"]);
     let images = list(&v["image_sources"], image_source).unwrap_or_default();
     let message = match v["class"].as_str() {
-        Some("SystemMessage") => {
-            Message { tools: list(&v["tools"], tool_definition), ..Message::system(content) }
-        }
+        Some("SystemMessage") => Message {
+            tools: list(&v["tools"], tool_definition),
+            ..Message::system(content)
+        },
         Some("UserMessage") => Message::user(content),
         Some("LatestReminderMessage") => Message::latest_reminder(content),
         Some("ToolMessage") => Message::tool(content, opt_string(&v["tool_call_id"])),
@@ -103,8 +118,13 @@ fn conversation(v: &Value, image_token: &str) -> Conversation {
         messages: list(&v["messages"], |m| message(m, image_token)).unwrap_or_default(),
         thinking_mode: v["thinking_mode"].as_bool().expect("thinking_mode"),
         tools: list(&v["tools"], tool_definition).unwrap_or_default(),
-        tool_choice: v["tool_choice"].as_str().and_then(ToolChoice::parse).expect("tool_choice"),
-        reasoning_effort: v["reasoning_effort"].as_str().map(|e| ReasoningEffort::parse(e).expect("effort")),
+        tool_choice: v["tool_choice"]
+            .as_str()
+            .and_then(ToolChoice::parse)
+            .expect("tool_choice"),
+        reasoning_effort: v["reasoning_effort"]
+            .as_str()
+            .map(|e| ReasoningEffort::parse(e).expect("effort")),
         response_format,
     }
 }
@@ -125,14 +145,30 @@ fn special_tokens(case: &Value) -> SpecialTokens {
 
 /// Byte offsets of `text` converted to Python code-point offsets.
 fn code_point_ranges(text: &str, ranges: &[std::ops::Range<usize>]) -> Vec<(usize, usize)> {
-    let to_cp = |byte: usize| text.get(..byte).map(|prefix| prefix.chars().count()).expect("range on a char boundary");
-    ranges.iter().map(|r| (to_cp(r.start), to_cp(r.end))).collect()
+    let to_cp = |byte: usize| {
+        text.get(..byte)
+            .map(|prefix| prefix.chars().count())
+            .expect("range on a char boundary")
+    };
+    ranges
+        .iter()
+        .map(|r| (to_cp(r.start), to_cp(r.end)))
+        .collect()
 }
 
 fn first_difference(a: &str, b: &str) -> String {
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let tail = |s: &str| s.chars().skip(common.saturating_sub(40)).take(120).collect::<String>();
-    format!("at char {common}:\n      got      {:?}\n      expected {:?}", tail(a), tail(b))
+    let tail = |s: &str| {
+        s.chars()
+            .skip(common.saturating_sub(40))
+            .take(120)
+            .collect::<String>()
+    };
+    format!(
+        "at char {common}:\n      got      {:?}\n      expected {:?}",
+        tail(a),
+        tail(b)
+    )
 }
 
 /// Invariants that hold for every rendering: ranges ascending, disjoint, non-empty, inside the
@@ -169,7 +205,9 @@ fn run_case(path: &Path) -> Result<Outcome, String> {
     };
     let expected = &data["expected"];
     let render_expected = &expected["render"];
-    let Some(prompt_expected) = render_expected["prompt"].as_str() else { return Ok(Outcome::NotARenderCase) };
+    let Some(prompt_expected) = render_expected["prompt"].as_str() else {
+        return Ok(Outcome::NotARenderCase);
+    };
     let id = data["case"]["id"].as_str().unwrap_or_default();
     let version = match expected["model_version"].as_str() {
         Some("DeepseekV4Pro") => ModelVersion::DeepseekV4Pro,
@@ -185,14 +223,22 @@ fn run_case(path: &Path) -> Result<Outcome, String> {
         problems.push(format!("invariant: {e}"));
     }
     if rendered.prompt != prompt_expected {
-        problems.push(format!("prompt differs {}", first_difference(&rendered.prompt, prompt_expected)));
+        problems.push(format!(
+            "prompt differs {}",
+            first_difference(&rendered.prompt, prompt_expected)
+        ));
     } else if !PLACEHOLDERS_NOT_RECOVERABLE.contains(&id) {
         let got = code_point_ranges(&rendered.prompt, &rendered.special_ranges);
         let want: Vec<(usize, usize)> = render_expected["special_ranges"]
             .as_array()
             .expect("special_ranges")
             .iter()
-            .map(|p| (p[0].as_u64().expect("int") as usize, p[1].as_u64().expect("int") as usize))
+            .map(|p| {
+                (
+                    p[0].as_u64().expect("int") as usize,
+                    p[1].as_u64().expect("int") as usize,
+                )
+            })
             .collect();
         if got != want {
             let at = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
@@ -205,7 +251,8 @@ fn run_case(path: &Path) -> Result<Outcome, String> {
             ));
         }
     }
-    let sources_expected = list(&render_expected["image_sources"], image_source).unwrap_or_default();
+    let sources_expected =
+        list(&render_expected["image_sources"], image_source).unwrap_or_default();
     if rendered.image_sources != sources_expected {
         problems.push(format!(
             "image_sources differ: got {} expected {}",
@@ -230,7 +277,11 @@ fn conformance_render() {
     paths.sort();
     let (mut passed, mut other, mut unparsable, mut failed) = (0usize, 0usize, 0usize, Vec::new());
     for path in &paths {
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
         match std::panic::catch_unwind(|| run_case(path)) {
             Ok(Ok(Outcome::Passed)) => passed += 1,
             Ok(Ok(Outcome::NotARenderCase)) => other += 1,
@@ -253,6 +304,10 @@ fn conformance_render() {
             PLACEHOLDERS_NOT_RECOVERABLE.join(", ")
         );
     }
-    assert!(passed > 0, "no render cases found in {}", requests_dir().display());
+    assert!(
+        passed > 0,
+        "no render cases found in {}",
+        requests_dir().display()
+    );
     assert!(failed.is_empty(), "{} render cases failed", failed.len());
 }
