@@ -5,26 +5,28 @@
 //! tool names, empty messages, the message list (one ordered pass), reasoning history,
 //! prefix placement, the json word, tool schemas (skipped with `tool_choice: "none"`) and
 //! tool_choice, prefix against json_object and tools, stop, stream options, the
-//! response-format schema, strict tools against response_format, then n, penalties,
-//! sampling, logprobs, max_tokens and seed.
+//! response-format schema, strict tools mixed with non-strict ones or with a
+//! response_format, then n, penalties, sampling, logprobs, max_tokens and seed.
 
 mod content;
 mod image_url;
 mod messages;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use deepseek_model::{
-    ConversationRequest, Conversation, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
     ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
 };
 use serde_json::Value;
 
-use crate::thinking::{self, resolve_thinking};
 use crate::schema::{self, SchemaUse};
+use crate::thinking::{self, resolve_thinking};
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::{intake, ProtocolError};
 use content::ContentContext;
-use wire::{ChatCompletionResponseFormat as WireResponseFormat, Stop, ChatCompletionToolChoice};
+use wire::{ChatCompletionResponseFormat as WireResponseFormat, ChatCompletionToolChoice, Stop};
 
 /// A parsed Chat Completions request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
@@ -67,64 +69,40 @@ impl ChatCompletionRequest {
 
         let prefix = check_prefix(&messages)?;
         let json_object = matches!(w.response_format, Some(WireResponseFormat::JsonObject));
-        if json_object && !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
-            return Err(ConversionError::new(
-                "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'.",
-            ));
+        if json_object {
+            check_json_word(&messages)?;
         }
 
-        // Schemas and uniqueness are only checked when the tools can be used at all.
         let has_declared_tools = !declared_tools.is_empty();
-        let requested_choice = match w.tool_choice {
-            None | Some(ChatCompletionToolChoice::Auto) => RequestedToolChoice::Auto,
-            Some(ChatCompletionToolChoice::None) => RequestedToolChoice::None,
-            Some(ChatCompletionToolChoice::Required) => RequestedToolChoice::Required,
-            Some(ChatCompletionToolChoice::Function(name)) => RequestedToolChoice::Named(name),
-        };
+        let requested_choice = requested_tool_choice(w.tool_choice);
+        // Schemas and uniqueness are only checked when the tools can be used at all.
         let tool_defs = if requested_choice == RequestedToolChoice::None {
             Vec::new()
         } else {
             tools::validate_tool_schemas(declared_tools.into_iter().map(declared_tool).collect())?
         };
         let (tool_defs, tool_choice) = tools::apply_tool_choice(tool_defs, requested_choice, thinking_mode)?;
-        if json_object && prefix.is_some() {
-            return Err(ConversionError::new("response_format json_object should not be used with prefix"));
-        }
-        if prefix.is_some() && has_declared_tools {
-            return Err(ConversionError::new("Function call should not be used with prefix"));
+        if prefix.is_some() {
+            if json_object {
+                return Err(ConversionError::new("response_format json_object should not be used with prefix"));
+            }
+            if has_declared_tools || messages.iter().any(|m| !m.calls().is_empty()) {
+                return Err(ConversionError::new("Function call should not be used with prefix"));
+            }
         }
 
-        let stop_sequences = match w.stop {
-            None => Vec::new(),
-            Some(Stop::One(stop)) if stop.is_empty() => {
-                return Err(ConversionError::new(
-                    "Invalid 'stop': empty string. Expected a string with minimum length 1, but got an empty string instead.",
-                ));
-            }
-            Some(Stop::One(stop)) => vec![stop],
-            Some(Stop::List(stops)) => stops,
-        };
-        thinking::check_stop_sequences(&stop_sequences)?;
+        let stop_sequences = stop_sequences(w.stop)?;
         if w.stream_options.is_some() && w.stream != Some(true) {
             return Err(ConversionError::new("stream_options should be set along with stream = true"));
         }
         let has_response_format = w.response_format.is_some();
-        let (response_format, format_schema) = match w.response_format {
-            None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
-            Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
-            Some(WireResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
-            Some(WireResponseFormat::JsonSchema { json_schema }) => {
-                let constrained = if json_schema.strict == Some(true) {
-                    schema::normalize_strict(&json_schema.schema, SchemaUse::ResponseFormat)?
-                } else {
-                    schema::check_response_schema(&json_schema.schema)?;
-                    json_schema.schema.clone()
-                };
-                (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
-            }
-        };
-        let strict_tools = tool_choice != ToolChoice::None && tool_defs.iter().any(|t| t.strict == Some(true));
-        if strict_tools && has_response_format {
+        let (response_format, format_schema) = response_format(w.response_format)?;
+        let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
+        let strict_tools = if tools_active { tool_defs.iter().filter(|t| t.strict == Some(true)).count() } else { 0 };
+        if strict_tools > 0 && strict_tools < tool_defs.len() {
+            return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+        }
+        if has_response_format && strict_tools > 0 {
             return Err(ConversionError::new("response_format should not be used with tools"));
         }
         if w.n.is_some_and(|n| n != 1) {
@@ -132,7 +110,6 @@ impl ChatCompletionRequest {
         }
         check_penalty("presence_penalty", w.presence_penalty)?;
         check_penalty("frequency_penalty", w.frequency_penalty)?;
-        let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
         let (temperature, top_p) =
             thinking::sampling_with_tools(version, thinking_mode, tools_active, w.temperature, w.top_p)?;
         let logprobs = w.logprobs.unwrap_or(false);
@@ -149,7 +126,6 @@ impl ChatCompletionRequest {
 
         let output_constraint =
             tools::output_constraint(&tool_defs, tool_choice, &response_format, format_schema.as_ref(), version);
-
         let parsing_options = ParsingOptions {
             parse_tool_calls: tools_active,
             starts_in_tool_calls: tools_active && tool_choice == ToolChoice::Required,
@@ -167,14 +143,8 @@ impl ChatCompletionRequest {
             seed: w.seed,
             output_constraint,
         };
-        let conversation = Conversation {
-            messages,
-            thinking_mode,
-            tools: tool_defs,
-            tool_choice,
-            reasoning_effort,
-            response_format,
-        };
+        let conversation =
+            Conversation { messages, thinking_mode, tools: tool_defs, tool_choice, reasoning_effort, response_format };
         Ok(ConversationRequest {
             conversation,
             inference_options,
@@ -188,7 +158,67 @@ impl ChatCompletionRequest {
 fn declared_tool(tool: wire::ChatCompletionTool) -> DeclaredTool {
     let f = tool.function;
     // A `defer_loading` key inside `function` is ignored (§4.5).
-    DeclaredTool { name: f.name, description: f.description, parameters: f.parameters, strict: f.strict, defer_loading: false }
+    DeclaredTool {
+        name: f.name,
+        description: f.description,
+        parameters: f.parameters,
+        strict: f.strict,
+        defer_loading: false,
+    }
+}
+
+fn requested_tool_choice(choice: Option<ChatCompletionToolChoice>) -> RequestedToolChoice {
+    match choice {
+        None | Some(ChatCompletionToolChoice::Auto) => RequestedToolChoice::Auto,
+        Some(ChatCompletionToolChoice::None) => RequestedToolChoice::None,
+        Some(ChatCompletionToolChoice::Required) => RequestedToolChoice::Required,
+        Some(ChatCompletionToolChoice::Function(name)) => RequestedToolChoice::Named(name),
+    }
+}
+
+/// §4.6: `json_object` needs the word somewhere in the converted message contents.
+fn check_json_word(messages: &[Message]) -> Result<(), ConversionError> {
+    if messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
+        return Ok(());
+    }
+    Err(ConversionError::new(
+        "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'.",
+    ))
+}
+
+/// §7.3: `stop` as a list; a single string is checked under the name `stop`.
+fn stop_sequences(stop: Option<Stop>) -> Result<Vec<String>, ConversionError> {
+    let stops = match stop {
+        None => Vec::new(),
+        Some(Stop::One(stop)) if stop.is_empty() => {
+            return Err(ConversionError::new(
+                "Invalid 'stop': empty string. Expected a string with minimum length 1, but got an empty string instead.",
+            ));
+        }
+        Some(Stop::One(stop)) => vec![stop],
+        Some(Stop::List(stops)) => stops,
+    };
+    thinking::check_stop_sequences(&stops)?;
+    Ok(stops)
+}
+
+/// §4.6: the canonical format and the schema to constrain with (a `json_schema` is
+/// meta-checked, or normalized when strict; the conversation keeps the original).
+fn response_format(format: Option<WireResponseFormat>) -> Result<(ResponseFormat, Option<Value>), ConversionError> {
+    Ok(match format {
+        None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
+        Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
+        Some(WireResponseFormat::Regex { regex }) => (ResponseFormat::Regex(regex), None),
+        Some(WireResponseFormat::JsonSchema { json_schema }) => {
+            let constrained = if json_schema.strict == Some(true) {
+                schema::normalize_strict(&json_schema.schema, SchemaUse::ResponseFormat)?
+            } else {
+                schema::check_response_schema(&json_schema.schema)?;
+                json_schema.schema.clone()
+            };
+            (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
+        }
+    })
 }
 
 fn tool_name_path(i: usize) -> String {
@@ -217,9 +247,9 @@ fn check_prefix(messages: &[Message]) -> Result<Option<ThinkingInitialStage>, Co
 
 fn check_penalty(name: &str, value: Option<f32>) -> Result<(), ConversionError> {
     match value {
-        Some(v) if !(-2.0..=2.0).contains(&v) => Err(ConversionError::new(format!(
-            "Invalid {name} value, the valid range of {name} is [-2, 2]"
-        ))),
+        Some(v) if !(-2.0..=2.0).contains(&v) => {
+            Err(ConversionError::new(format!("Invalid {name} value, the valid range of {name} is [-2, 2]")))
+        }
         _ => Ok(()),
     }
 }

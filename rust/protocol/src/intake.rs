@@ -1,16 +1,116 @@
 //! Request bytes to a JSON value, and a JSON value to a typed request shape.
+//!
+//! One wrinkle: the reference was built with a serde_json that checked a string's UTF-8 only
+//! once it reached the closing quote, so an invalid byte is reported *after* the string
+//! (`invalid unicode code point at line 1 column 12` for `{"model":"\xff"}`), and a string
+//! that never closes reports end of input instead. Today's serde_json stops at the byte
+//! itself; [`parse_json`] moves the position back to where the reference puts it.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::ProtocolError;
 
+const INVALID_CODE_POINT: &str = "invalid unicode code point";
+
 /// Parse JSON text (serde_json's own recursion limit of 128 applies).
 pub fn parse_json(text: &[u8]) -> Result<Value, ProtocolError> {
-    serde_json::from_slice(text).map_err(|e| ProtocolError::InvalidJson(e.to_string()))
+    serde_json::from_slice(text).map_err(|e| {
+        let message = e.to_string();
+        let message = if message.starts_with(INVALID_CODE_POINT) { late_utf8_error(text, message) } else { message };
+        ProtocolError::InvalidJson(message)
+    })
 }
 
 /// Deserialize a typed request shape from a JSON value (errors carry no position).
 pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ProtocolError> {
     serde_json::from_value(value).map_err(|e| ProtocolError::InvalidBody(e.to_string()))
+}
+
+/// The reference's error for a string holding invalid UTF-8: whatever scanning the rest of
+/// the string finds first (a control character, a bad escape, end of input), otherwise
+/// `invalid unicode code point` just after the closing quote.
+fn late_utf8_error(text: &[u8], current: String) -> String {
+    let Err(utf8) = std::str::from_utf8(text) else { return current };
+    let bad = utf8.valid_up_to();
+    // The same text with every invalid byte made ASCII: serde_json then reports what the
+    // scan past the invalid byte would have met.
+    let sanitized = ascii_for_invalid_bytes(text);
+    let rescan = serde_json::from_slice::<Value>(&sanitized).err();
+    let Some(close) = closing_quote(text, bad) else {
+        return rescan.map_or(current, |e| e.to_string());
+    };
+    let (line, column) = position_after(text, close);
+    match rescan {
+        Some(e) if (e.line(), e.column()) <= (line, column) => e.to_string(),
+        _ => format!("{INVALID_CODE_POINT} at line {line} column {column}"),
+    }
+}
+
+fn ascii_for_invalid_bytes(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                out.extend_from_slice(valid.as_bytes());
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.extend_from_slice(valid);
+                let invalid = e.error_len().unwrap_or(after.len());
+                out.extend(std::iter::repeat_n(b'x', invalid));
+                rest = after.get(invalid..).unwrap_or_default();
+            }
+        }
+    }
+    out
+}
+
+/// The index of the quote closing the string that contains byte `from`.
+fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => return Some(i),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// serde_json's (line, column) once byte `index` has been consumed.
+fn position_after(text: &[u8], index: usize) -> (usize, usize) {
+    let consumed = text.get(..=index).unwrap_or(text);
+    let line = 1 + consumed.iter().filter(|&&b| b == b'\n').count();
+    let line_start = consumed.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (line, consumed.len() - line_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_utf8_is_reported_where_the_reference_reports_it() {
+        let cases: [(&[u8], &str); 9] = [
+            (b"{\"model\":\"\xff\"}", "invalid unicode code point at line 1 column 12"),
+            (b"{\"model\":\"\xff", "EOF while parsing a string at line 1 column 11"),
+            (b"{\"mo\xffdel\":\"x\"}", "invalid unicode code point at line 1 column 9"),
+            (b"{\"model\":\"a\\n\xffb\\tc\"}", "invalid unicode code point at line 1 column 19"),
+            (b"{\n\"model\":\n\"ab\xffc\"\n}", "invalid unicode code point at line 3 column 6"),
+            (b"{\"model\":\"\xff\\\"x\"}", "invalid unicode code point at line 1 column 15"),
+            (b"{\"model\":\"\xff\\", "EOF while parsing a string at line 1 column 12"),
+            (
+                b"{\"model\":\"\xff\x01\"}",
+                "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 12",
+            ),
+            (b"\xff{}", "expected value at line 1 column 1"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_json(text), Err(ProtocolError::InvalidJson(want.to_owned())), "{text:?}");
+        }
+    }
 }

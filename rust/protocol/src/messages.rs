@@ -4,11 +4,14 @@
 mod content;
 mod images;
 mod pairing;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use deepseek_model::{
-    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ModelVersion,
-    ParsingOptions, ResponseFormat, ThinkingInitialStage, ToolChoice, ToolDefinition, WebSearchBehavior,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
+    Message, ModelVersion, ParsingOptions, ResponseFormat, ThinkingInitialStage, ToolChoice,
+    ToolDefinition, WebSearchBehavior,
 };
 use serde_json::Value;
 
@@ -16,7 +19,7 @@ use crate::thinking;
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::ProtocolError;
 
-use self::content::BlockContext;
+use self::content::{BlockContext, Converted};
 use self::pairing::Pairing;
 use self::wire::{Content, MessagesMessage, MessagesSystemBlock, MessagesTool, MessagesToolChoice};
 
@@ -24,7 +27,8 @@ use self::wire::{Content, MessagesMessage, MessagesSystemBlock, MessagesTool, Me
 const WEB_SEARCH_TOOL_TYPES: [&str; 2] = ["web_search_20250305", "web_search_20260209"];
 
 /// The Messages wording of the "reasoning must be passed back" rejection (§7.4).
-const REASONING_REQUIRED: &str = "The `content[].thinking` in the thinking mode must be passed back to the API.";
+const REASONING_REQUIRED: &str =
+    "The `content[].thinking` in the thinking mode must be passed back to the API.";
 
 /// A parsed Anthropic Messages request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
@@ -43,20 +47,24 @@ impl MessagesRequest {
         &self.wire.model
     }
 
-    /// Whether the request asked for a streamed response.
-    pub fn stream(&self) -> bool {
-        self.wire.stream.unwrap_or(false)
-    }
-
     /// Validate and convert into the canonical request (§6, §7).
-    pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
-        // The checks run in the reference's order: model, tools, messages (one pass that
-        // converts and pairs), reasoning history, tool_choice, sampling, stop, max_tokens.
+    pub fn convert(
+        self,
+        options: &ConversionOptions,
+    ) -> Result<ConversationRequest, ConversionError> {
+        // The checks run in the reference's order: model, tool names and types, messages
+        // (one pass that converts and pairs), reasoning history, tool schemas and
+        // tool_choice, stop sequences, sampling, max_tokens.
         let request = self.wire;
         let version = options.model_version(&request.model)?;
-        let (declared, dropped_web_search) = declared_tools(request.tools.unwrap_or_default(), version, options)?;
+        // Under `Reject`, declaring any tool (even a dropped one) makes every assistant turn
+        // after the last user message need its reasoning.
+        let declares_tools = request.tools.as_ref().is_some_and(|t| !t.is_empty());
+        let declared = declared_tools(request.tools.unwrap_or_default(), version, options)?;
         if request.messages.is_empty() {
-            return Err(ConversionError::new("messages: at least one message is required"));
+            return Err(ConversionError::new(
+                "messages: at least one message is required",
+            ));
         }
         let (thinking_mode, effort) = thinking::resolve_thinking(
             request.thinking.as_ref().map(|t| t.thinking_type.into()),
@@ -64,39 +72,70 @@ impl MessagesRequest {
             options.default_thinking_mode,
         );
 
-        let context = BlockContext {
+        let lookup: Vec<ToolDefinition> = declared
+            .functions
+            .iter()
+            .map(unvalidated_definition)
+            .collect();
+        let context = BlockContext::new(
             version,
-            web_search: options.messages_web_search,
-            image_token: content::image_token(&options.special_tokens),
-            tools: &declared,
-        };
-        let mut messages: Vec<Message> = Vec::new();
+            options.messages_web_search,
+            &options.special_tokens,
+            &lookup,
+        );
+        let mut converted = Converted::default();
         if let Some(system) = &request.system {
-            messages.push(Message::system(system_text(system)));
+            converted
+                .messages
+                .push(Message::system(system_text(system)));
         }
         let mut pairing = Pairing::default();
         let count = request.messages.len();
         for (i, message) in request.messages.iter().enumerate() {
             if has_empty_block_list(message) {
-                return Err(ConversionError::new(format!("messages.{i}: all messages must have non-empty content")));
+                return Err(ConversionError::new(format!(
+                    "messages.{i}: all messages must have non-empty content"
+                )));
             }
-            pairing.before_message(i, message)?;
-            context.convert_message(i, message, &mut messages)?;
-            pairing.after_message(i, message, i + 1 == count)?;
+            context.convert_message(i, message, i + 1 == count, &mut pairing, &mut converted)?;
         }
-        thinking::apply_reasoning_history(&mut messages, thinking_mode, options.reasoning_content_behavior)
-            .map_err(|_| ConversionError::new(REASONING_REQUIRED))?;
+        thinking::apply_reasoning_history_with_tools(
+            &mut converted.messages,
+            thinking_mode,
+            options.reasoning_content_behavior,
+            declares_tools,
+        )
+        .map_err(|_| ConversionError::new(REASONING_REQUIRED))?;
 
-        let choice = requested_choice(request.tool_choice, &declared, &dropped_web_search);
-        let (tools, tool_choice) = tools::apply_tool_choice(declared.clone(), choice, thinking_mode)?;
-        let (temperature, top_p) = thinking::sampling(version, thinking_mode, request.temperature, request.top_p)?;
+        // `none` drops the tools before their schemas are ever looked at.
+        let (tools, tool_choice) = match requested_choice(request.tool_choice, &declared) {
+            RequestedToolChoice::None => {
+                tools::apply_tool_choice(Vec::new(), RequestedToolChoice::None, thinking_mode)?
+            }
+            choice => {
+                let validated = tools::validate_tool_schemas(declared.functions)?;
+                tools::apply_tool_choice(validated, choice, thinking_mode)?
+            }
+        };
+        content::retain_remaining_tools(&mut converted, &tools);
+        let messages = converted.messages;
         let stop_sequences = request.stop_sequences.unwrap_or_default();
         thinking::check_stop_sequences(&stop_sequences)?;
-        let max_tokens = thinking::check_max_tokens(request.max_tokens, thinking_mode, options, true)?;
+        let tools_active = !tools.is_empty() && tool_choice != ToolChoice::None;
+        let (temperature, top_p) = thinking::sampling_with_tools(
+            version,
+            thinking_mode,
+            tools_active,
+            request.temperature,
+            request.top_p,
+        )?;
+        let max_tokens =
+            thinking::check_max_tokens(request.max_tokens, thinking_mode, options, true)?;
 
-        let output_constraint = tools::output_constraint(&tools, tool_choice, &ResponseFormat::Text, None, version);
+        let output_constraint =
+            tools::output_constraint(&tools, tool_choice, &ResponseFormat::Text, None, version);
         let parsing_options = ParsingOptions {
-            parse_tool_calls: !tools.is_empty() && tool_choice != ToolChoice::None,
+            parse_tool_calls: tools_active,
             starts_in_tool_calls: !tools.is_empty() && tool_choice == ToolChoice::Required,
             parse_json_output: false,
             thinking_initial_stage: thinking_mode.then_some(ThinkingInitialStage::ReasoningStart),
@@ -150,60 +189,83 @@ fn system_text(system: &Content<MessagesSystemBlock>) -> String {
     }
 }
 
-/// §6.3: validate the declared function tools; typed tools are refused, except web search
-/// tools under `WebSearchBehavior::Drop`, which are dropped (their names are returned).
+/// The tools a request declared, after the first checks.
+struct DeclaredTools {
+    functions: Vec<DeclaredTool>,
+    /// Names of web search tools dropped under `WebSearchBehavior::Drop`.
+    dropped_web_search: Vec<String>,
+}
+
+/// §6.3, first pass (before the messages): in declaration order, a typed tool is refused
+/// (web search tools are dropped instead under `WebSearchBehavior::Drop`) and a function
+/// tool's name is validated. Schemas and uniqueness are checked after the messages.
 fn declared_tools(
     tools: Vec<MessagesTool>,
     version: ModelVersion,
     options: &ConversionOptions,
-) -> Result<(Vec<ToolDefinition>, Vec<String>), ConversionError> {
-    let mut functions: Vec<DeclaredTool> = Vec::new();
-    let mut indices: Vec<usize> = Vec::new();
-    let mut dropped: Vec<String> = Vec::new();
-    let mut refused: Option<usize> = None;
+) -> Result<DeclaredTools, ConversionError> {
+    let mut declared = DeclaredTools {
+        functions: Vec::new(),
+        dropped_web_search: Vec::new(),
+    };
     for (i, tool) in tools.into_iter().enumerate() {
         match tool {
             MessagesTool::Function(f) => {
-                functions.push(DeclaredTool {
+                tools::validate_tool_name(&f.name, &format!("tools[{i}].name"))?;
+                declared.functions.push(DeclaredTool {
                     name: f.name,
                     description: f.description,
                     // A missing schema is validated as `null` (and fails), unlike Chat.
                     parameters: Some(f.input_schema.unwrap_or(Value::Null)),
+                    // `strict` is ignored: Messages schemas are never normalized.
                     strict: None,
+                    // Deferred loading survives only where the renderer knows it (V4.1).
                     defer_loading: f.defer_loading && version.is_v41(),
                 });
-                indices.push(i);
             }
             MessagesTool::Typed { tool_type, name } => {
                 let web_search = WEB_SEARCH_TOOL_TYPES.contains(&tool_type.as_str());
-                if web_search && options.messages_web_search == WebSearchBehavior::Drop {
-                    dropped.extend(name);
-                    continue;
+                if !(web_search && options.messages_web_search == WebSearchBehavior::Drop) {
+                    return Err(ConversionError::new(format!(
+                        "tools[{i}]: server tools are not supported"
+                    )));
                 }
-                refused = Some(i);
-                break;
+                // An unnamed web search tool answers to its usual name.
+                declared
+                    .dropped_web_search
+                    .push(name.unwrap_or_else(|| "web_search".to_owned()));
             }
         }
     }
-    let name_path = |k: usize| format!("tools[{}].name", indices.get(k).copied().unwrap_or(k));
-    let validated = tools::validate_tools(functions, &name_path)?;
-    if let Some(i) = refused {
-        return Err(ConversionError::new(format!("tools[{i}]: server tools are not supported")));
+    Ok(declared)
+}
+
+/// A declared tool as `tool_addition` and `tool_reference` blocks see it, before its schema
+/// is validated (announced tools are replaced by their validated definitions afterwards).
+fn unvalidated_definition(tool: &DeclaredTool) -> ToolDefinition {
+    ToolDefinition {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        parameters: tool.parameters.clone(),
+        strict: tool.strict,
+        defer_loading: tool.defer_loading,
     }
-    Ok((validated, dropped))
 }
 
 /// §6.3/§7.5: `any` is auto; a choice naming a dropped web search tool becomes auto.
 fn requested_choice(
     choice: Option<MessagesToolChoice>,
-    tools: &[ToolDefinition],
-    dropped_web_search: &[String],
+    declared: &DeclaredTools,
 ) -> RequestedToolChoice {
     match choice {
-        None | Some(MessagesToolChoice::Auto) | Some(MessagesToolChoice::Any) => RequestedToolChoice::Auto,
+        None | Some(MessagesToolChoice::Auto { .. }) | Some(MessagesToolChoice::Any { .. }) => {
+            RequestedToolChoice::Auto
+        }
         Some(MessagesToolChoice::None) => RequestedToolChoice::None,
-        Some(MessagesToolChoice::Tool { name }) => {
-            if dropped_web_search.contains(&name) && !tools.iter().any(|t| t.name == name) {
+        Some(MessagesToolChoice::Tool { name, .. }) => {
+            if declared.dropped_web_search.contains(&name)
+                && !declared.functions.iter().any(|t| t.name == name)
+            {
                 RequestedToolChoice::Auto
             } else {
                 RequestedToolChoice::Named(name)

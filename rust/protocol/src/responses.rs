@@ -11,11 +11,13 @@ mod wire;
 use std::collections::BTreeMap;
 
 use deepseek_model::{
-    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, ParsingOptions,
-    ResponseFormat, SpecialToken, ThinkingInitialStage, ToolChoice,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
+    ReasoningContentBehavior, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
 };
 use serde_json::Value;
 
+use crate::schema::{self, SchemaUse};
+use crate::tools::RequestedToolChoice;
 use crate::{intake, thinking, tools, ProtocolError};
 
 /// The request fields a Responses reply echoes back (reference defaults filled in).
@@ -32,14 +34,12 @@ pub struct ResponsesEcho {
 /// A parsed OpenAI Responses request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
 pub struct ResponsesRequest {
-    body: wire::Body,
+    body: wire::ResponsesRequest,
 }
 
-const CHAT_REASONING_MISSING: &str = "The `reasoning_content` in the thinking mode must be passed back to the API.";
 const REASONING_MISSING: &str = "The `reasoning_text` in the thinking mode must be passed back to the API.";
 const JSON_WORD_MISSING: &str =
     "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.";
-const STRICT_SCHEMA_PREFIX: &str = "Invalid tool parameters schema : ";
 
 impl ResponsesRequest {
     /// Check the shape of a request body; shape errors are `invalid request body: …`.
@@ -80,64 +80,71 @@ impl ResponsesRequest {
         let effort = body.reasoning.as_ref().and_then(|r| r.effort);
         let (thinking_mode, reasoning_effort) = thinking::resolve_thinking(None, effort, options.default_thinking_mode);
 
-        let declared = tool_defs::declared_tools(body.tools.unwrap_or_default(), version, options.responses_web_search)?;
+        let declared = body.tools.unwrap_or_default();
+        let pending = tool_defs::check_declared(&declared, version, options.responses_web_search, "")?;
         let image_token = options.special_tokens.get(SpecialToken::Image);
-        let converted = input::convert_input(body.instructions, body.input, version, image_token)?;
-        let mut messages = converted.messages;
-        thinking::apply_reasoning_history(&mut messages, thinking_mode, options.reasoning_content_behavior).map_err(
-            |e| {
-                if e.message == CHAT_REASONING_MISSING {
-                    ConversionError::new(REASONING_MISSING)
-                } else {
-                    e
-                }
-            },
+        let converted = input::convert_input(
+            body.instructions,
+            body.input,
+            version,
+            image_token,
+            options.responses_web_search,
+            tool_defs::pending_names(&pending),
         )?;
-        let mut all_tools = declared;
-        all_tools.extend(converted.loaded_tools);
+        let mut messages = converted.messages;
+        let behavior = options.reasoning_content_behavior;
+        check_reasoning_returned(&messages, thinking_mode, behavior, !pending.is_empty())?;
+        thinking::apply_reasoning_history(&mut messages, thinking_mode, ReasoningContentBehavior::FillEmpty)?;
 
         let choice = tool_defs::requested_choice(body.tool_choice, options.responses_web_search)?;
-        let (tools, tool_choice) = tools::apply_tool_choice(all_tools, choice, thinking_mode)?;
+        // With tool_choice "none" the tools are dropped before their schemas are checked.
+        let tools = if choice == RequestedToolChoice::None {
+            messages.retain(|m| !(m.role == Role::System && m.tools.is_some()));
+            Vec::new()
+        } else {
+            tool_defs::validate_declared(pending, converted.loaded_tools)?
+        };
+        let (tools, tool_choice) = tools::apply_tool_choice(tools, choice, thinking_mode)?;
 
-        let format = body.text.and_then(|t| t.format);
+        let format = body.text.map(|t| t.format).unwrap_or_default();
         let (response_format, format_schema) = match format {
-            None | Some(wire::TextFormat::Text) => (ResponseFormat::Text, None),
-            Some(wire::TextFormat::JsonObject) => {
+            wire::TextFormat::Text => (ResponseFormat::Text, None),
+            wire::TextFormat::JsonObject => {
                 if !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
                     return Err(ConversionError::new(JSON_WORD_MISSING));
                 }
                 (ResponseFormat::JsonObject, None)
             }
-            Some(wire::TextFormat::JsonSchema(f)) => {
+            wire::TextFormat::JsonSchema(f) => {
                 let constrained = if f.strict == Some(true) {
-                    tools::normalize_strict_schema(&f.schema).map_err(|e| match e.message.strip_prefix(STRICT_SCHEMA_PREFIX) {
-                        Some(detail) => ConversionError::new(format!("Invalid json schema: {detail}")),
-                        None => e,
-                    })?
+                    schema::normalize_strict(&f.schema, SchemaUse::ResponseFormat)?
                 } else {
+                    schema::check_response_schema(&f.schema)?;
                     f.schema.clone()
                 };
                 (ResponseFormat::JsonSchema(f.schema), Some(constrained))
             }
         };
+        let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
+        if strict > 0 && strict < tools.len() {
+            return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+        }
         let strict_tools = tool_choice != ToolChoice::None && tools.iter().any(|t| t.strict == Some(true));
         if strict_tools && response_format != ResponseFormat::Text {
             return Err(ConversionError::new("response_format should not be used with tools"));
         }
 
         let (temperature, top_p) = thinking::sampling(version, thinking_mode, body.temperature, body.top_p)?;
+        // V4 samples a thinking turn that may call tools with top_p 0.95, whatever was asked
+        // (observed whenever tools remain after tool_choice).
+        let top_p = if !version.is_v41() && thinking_mode && !tools.is_empty() { Some(0.95) } else { top_p };
         thinking::check_top_logprobs(body.top_logprobs)?;
         let max_tokens = thinking::check_max_tokens(body.max_output_tokens, thinking_mode, options, false)?;
 
-        let output_constraint = tools::output_constraint(&tools, tool_choice, &response_format, format_schema.as_ref(), version);
-        let conversation = Conversation {
-            messages,
-            thinking_mode,
-            tools,
-            tool_choice,
-            reasoning_effort,
-            response_format,
-        };
+        let output_constraint =
+            tools::output_constraint(&tools, tool_choice, &response_format, format_schema.as_ref(), version);
+        let conversation =
+            Conversation { messages, thinking_mode, tools, tool_choice, reasoning_effort, response_format };
         let parsing_options = ParsingOptions {
             parse_tool_calls: conversation.tools_active(),
             starts_in_tool_calls: conversation.tool_choice == ToolChoice::Required,
@@ -162,5 +169,58 @@ impl ResponsesRequest {
             model_version: version,
             stream: body.stream.unwrap_or(false),
         })
+    }
+}
+
+/// `ReasoningContentBehavior::Reject` for Responses: with thinking on, an assistant message
+/// after the last user message that carries no reasoning is refused when it made tool calls
+/// or when the request declares tools (the whole conversation counts when no user message
+/// exists). Earlier ones are filled with `""` like everywhere else. A message with a call
+/// whose id carries the generated `ET` marker counts as having its reasoning.
+fn check_reasoning_returned(
+    messages: &[Message],
+    thinking_mode: bool,
+    behavior: ReasoningContentBehavior,
+    has_tools: bool,
+) -> Result<(), ConversionError> {
+    if !thinking_mode || behavior != ReasoningContentBehavior::Reject {
+        return Ok(());
+    }
+    let start = messages.iter().rposition(|m| m.role == Role::User).map_or(0, |i| i + 1);
+    let missing = messages
+        .iter()
+        .skip(start)
+        .filter(|m| m.role == Role::Assistant && m.reasoning_content.is_none())
+        .filter(|m| !m.calls().iter().any(|c| is_reasoning_marked_id(&c.id)))
+        .any(|m| has_tools || !m.calls().is_empty());
+    if missing {
+        return Err(ConversionError::new(REASONING_MISSING));
+    }
+    Ok(())
+}
+
+/// Whether a tool-call id carries the marker of ids generated for calls made while thinking
+/// (`call_NN_ET_…`). The reference's test, as observed: an ASCII id with `ET` at bytes 6..8
+/// or `ET_` at bytes 8..11.
+fn is_reasoning_marked_id(id: &str) -> bool {
+    id.is_ascii() && (id.get(6..8) == Some("ET") || id.get(8..11) == Some("ET_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_marked_ids() {
+        let marked =
+            ["call_00_ET_x", "call_00_ET_", "call__ET", "call_xET_x", "CALL_00_ET_x", "call_0__ET_x", "call_00_ET_x y"];
+        let unmarked =
+            ["call_0_ET_x", "call_00_ET", "call_00_et_x", "call_123_ET_x", "xcall_00_ET_x", "call_ab_ET_é", "ET", ""];
+        for id in marked {
+            assert!(is_reasoning_marked_id(id), "{id}");
+        }
+        for id in unmarked {
+            assert!(!is_reasoning_marked_id(id), "{id}");
+        }
     }
 }

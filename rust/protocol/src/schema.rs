@@ -6,6 +6,7 @@
 
 mod meta;
 mod strict;
+mod uri;
 
 use deepseek_model::ConversionError;
 use serde_json::Value;

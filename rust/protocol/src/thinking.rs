@@ -120,9 +120,8 @@ pub fn check_max_tokens(
     } else {
         options.non_thinking_max_tokens_upper_bound
     };
-    let out_of_range = || {
-        ConversionError::new(format!("Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"))
-    };
+    let out_of_range =
+        || ConversionError::new(format!("Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"));
     if requested == 0 {
         return Err(out_of_range());
     }
@@ -135,9 +134,9 @@ pub fn check_max_tokens(
 /// §3: `top_logprobs` in [0, 20].
 pub fn check_top_logprobs(top_logprobs: Option<u8>) -> Result<(), ConversionError> {
     match top_logprobs {
-        Some(n) if n > 20 => Err(ConversionError::new(
-            "Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].",
-        )),
+        Some(n) if n > 20 => {
+            Err(ConversionError::new("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20]."))
+        }
         _ => Ok(()),
     }
 }
@@ -165,15 +164,28 @@ pub fn apply_reasoning_history(
     apply_reasoning_history_with_tools(messages, thinking_mode, behavior, false)
 }
 
-/// §7.4 as the reference applies it. Under `Reject`, an assistant message after the last user
-/// message must carry reasoning when it made tool calls, or when the request declares tools
-/// at all (even with `tool_choice: "none"`). A message with a tool-call id in the
-/// reference's own ET format (`_ET_` at character 5 or 7, e.g. `call_00_ET_…`) is exempt.
+/// §7.4 as the reference applies it to Chat (see [`apply_reasoning_history_as`]).
 pub fn apply_reasoning_history_with_tools(
     messages: &mut [Message],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
     request_has_tools: bool,
+) -> Result<(), ConversionError> {
+    apply_reasoning_history_as(messages, thinking_mode, behavior, request_has_tools, "reasoning_content")
+}
+
+/// §7.4 as the reference applies it in every protocol. Under `Reject`, an assistant message
+/// after the last user message must carry reasoning when it made tool calls, or when the
+/// request declares tools at all (even with tool_choice `none`). A message with a tool-call
+/// id in the reference's own ET format (`_ET_` at character 5 or 7, e.g. `call_00_ET_…`) is
+/// exempt. `reasoning_field` names the field in the error: `reasoning_content` (Chat),
+/// `reasoning_text` (Responses), `content[].thinking` (Messages).
+pub fn apply_reasoning_history_as(
+    messages: &mut [Message],
+    thinking_mode: bool,
+    behavior: ReasoningContentBehavior,
+    request_has_tools: bool,
+    reasoning_field: &str,
 ) -> Result<(), ConversionError> {
     if !thinking_mode {
         for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
@@ -190,9 +202,9 @@ pub fn apply_reasoning_history_with_tools(
                 && !m.calls().iter().any(|c| is_et_call_id(&c.id))
         });
         if missing {
-            return Err(ConversionError::new(
-                "The `reasoning_content` in the thinking mode must be passed back to the API.",
-            ));
+            return Err(ConversionError::new(format!(
+                "The `{reasoning_field}` in the thinking mode must be passed back to the API."
+            )));
         }
     }
     for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
@@ -216,7 +228,8 @@ mod tests {
     fn thinking_resolution_table() {
         use RequestedEffort as E;
         use ThinkingType as T;
-        let cases: [(&str, Option<T>, Option<E>, bool, (bool, Option<ReasoningEffort>)); 8] = [
+        type Case = (&'static str, Option<T>, Option<E>, bool, (bool, Option<ReasoningEffort>));
+        let cases: [Case; 8] = [
             ("disabled wins over effort", Some(T::Disabled), Some(E::Max), true, (false, None)),
             ("enabled ignores none", Some(T::Enabled), Some(E::None), false, (true, Some(ReasoningEffort::High))),
             ("adaptive keeps effort", Some(T::Adaptive), Some(E::Minimal), false, (true, Some(ReasoningEffort::Low))),

@@ -7,6 +7,8 @@
 //! caller has resolved thinking mode, the tool choice (named tool exists → thinking-mode
 //! restriction → filtering).
 
+use std::collections::HashSet;
+
 use deepseek_model::{
     ConversionError, ModelVersion, OutputConstraint, ResponseFormat, ToolChoice, ToolDefinition,
 };
@@ -89,14 +91,14 @@ pub fn validate_tools(
 /// before gives `Tool names must be unique.`, then its schema is checked. For callers that
 /// validate names themselves (Responses namespaces, whose combined names skip the pattern).
 pub fn validate_tool_schemas(tools: Vec<DeclaredTool>) -> Result<Vec<ToolDefinition>, ConversionError> {
-    let mut seen: Vec<String> = Vec::with_capacity(tools.len());
+    let mut seen: HashSet<String> = HashSet::with_capacity(tools.len());
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {
         if seen.contains(&tool.name) {
             return Err(ConversionError::new("Tool names must be unique."));
         }
         let parameters = validate_parameters(&tool.name, tool.parameters, tool.strict == Some(true))?;
-        seen.push(tool.name.clone());
+        seen.insert(tool.name.clone());
         out.push(ToolDefinition {
             name: tool.name,
             description: tool.description,
@@ -117,15 +119,32 @@ pub enum RequestedToolChoice {
     Named(String),
 }
 
-/// §7.5: check the named tool exists, then the thinking-mode restriction, then filter.
-/// Returns the remaining tools and the canonical choice.
+/// §7.5: check the named tool exists, then the thinking-mode restriction, then filter;
+/// then the remaining tools must be all strict or all non-strict. Returns the remaining
+/// tools and the canonical choice.
 ///
 /// - `none` empties the tool list;
 /// - `required` or a named tool with no tools at all is silently `auto`;
 /// - a named tool that is not declared is an error whatever the thinking mode;
 /// - `required` / named with thinking on is an error; otherwise the choice is `required`,
-///   filtered to the named tool.
+///   filtered to the named tool;
+/// - strict (`strict: true`) and other tools left together give
+///   `Cannot use strict tool with non-strict tool in the same request` (observed on the
+///   reference; filtering to one named tool avoids it).
 pub fn apply_tool_choice(
+    tools: Vec<ToolDefinition>,
+    choice: RequestedToolChoice,
+    thinking_mode: bool,
+) -> Result<(Vec<ToolDefinition>, ToolChoice), ConversionError> {
+    let (tools, choice) = choose(tools, choice, thinking_mode)?;
+    let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
+    if strict > 0 && strict < tools.len() {
+        return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+    }
+    Ok((tools, choice))
+}
+
+fn choose(
     tools: Vec<ToolDefinition>,
     choice: RequestedToolChoice,
     thinking_mode: bool,
@@ -152,6 +171,14 @@ pub fn apply_tool_choice(
         None => tools,
     };
     Ok((tools, ToolChoice::Required))
+}
+
+/// §7.6a: whether strict tools are in force (some remaining tool is strict and the choice
+/// is not `none`), in which case a response format is refused with
+/// `response_format should not be used with tools` (Chat: any `response_format` object;
+/// Responses: `json_object` / `json_schema`). Call with [`apply_tool_choice`]'s result.
+pub fn strict_tools_active(tools: &[ToolDefinition], tool_choice: ToolChoice) -> bool {
+    tool_choice != ToolChoice::None && tools.iter().any(|t| t.strict == Some(true))
 }
 
 /// §2.4: the output constraint for the final tools, choice and response format.

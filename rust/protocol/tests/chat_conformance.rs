@@ -7,9 +7,11 @@
 
 mod common;
 
-use common::{Case, build_options, body_value, conversion_error, first_diff, is_python_value_error, ser_request, value_error};
+use common::{
+    body_value, build_options, conversion_error, first_diff, is_python_value_error, ser_request, value_error, Case,
+};
 use deepseek_protocol::ChatCompletionRequest;
-use serde_json::{Map, Value, json};
+use serde_json::{json, Map, Value};
 
 /// The probe's view of one case, limited to the fields this crate produces.
 fn run_case(case: &Value) -> Map<String, Value> {
@@ -60,7 +62,12 @@ fn check(case: &Case) -> Option<String> {
                     return Some(d);
                 }
             }
-            (Some(e), None) => return Some(format!("{key}: expected {e}, got nothing (actual keys {:?})", actual.keys().collect::<Vec<_>>())),
+            (Some(e), None) => {
+                return Some(format!(
+                    "{key}: expected {e}, got nothing (actual keys {:?})",
+                    actual.keys().collect::<Vec<_>>()
+                ))
+            }
             (None, Some(a)) => return Some(format!("{key}: unexpected {a}")),
         }
     }

@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 
 use deepseek_model::{
-    ConversationRequest, ConversionError, ConversionOptions, ImageSource, ImageSourceKind, Message, ModelVersion,
-    ReasoningContentBehavior, Role, SpecialToken, SpecialTokens, ThinkingInitialStage, ToolDefinition,
-    WebSearchBehavior,
+    ConversationRequest, ConversionError, ConversionOptions, ImageSource, ImageSourceKind, Message,
+    ModelVersion, ReasoningContentBehavior, Role, SpecialToken, SpecialTokens,
+    ThinkingInitialStage, ToolDefinition, WebSearchBehavior,
 };
 use deepseek_protocol::{intake, MessagesRequest, ProtocolError};
 use serde_json::{json, Map, Value};
@@ -20,11 +20,26 @@ use serde_json::{json, Map, Value};
 /// JSON (NaN, infinities, out-of-range integers, lone surrogates). They never reach the Rust
 /// request parser: the bindings own that conversion.
 const PYTHON_VALUE_CASES: &[(&str, &str)] = &[
-    ("msg-bodyform-030", "UnicodeEncodeError: a lone surrogate in a str body (Python encoding)"),
-    ("msg-bodyform-033", "NaN float in a dict body (Python value conversion)"),
-    ("msg-bodyform-034", "infinite float in a dict body (Python value conversion)"),
-    ("msg-bodyform-035", "int outside 64 bits in a dict body (Python value conversion)"),
-    ("msg-toolargs-005", "int outside 64 bits in a dict body (Python value conversion)"),
+    (
+        "msg-bodyform-030",
+        "UnicodeEncodeError: a lone surrogate in a str body (Python encoding)",
+    ),
+    (
+        "msg-bodyform-033",
+        "NaN float in a dict body (Python value conversion)",
+    ),
+    (
+        "msg-bodyform-034",
+        "infinite float in a dict body (Python value conversion)",
+    ),
+    (
+        "msg-bodyform-035",
+        "int outside 64 bits in a dict body (Python value conversion)",
+    ),
+    (
+        "msg-toolargs-005",
+        "int outside 64 bits in a dict body (Python value conversion)",
+    ),
 ];
 
 const RESOLVE_MAX_TOKENS_PROBES: [(u64, u64); 8] = [
@@ -38,8 +53,13 @@ const RESOLVE_MAX_TOKENS_PROBES: [(u64, u64); 8] = [
     (1000000, 1048576),
 ];
 
+/// The vendored corpus, or another directory of cases in the same format named by
+/// `MESSAGES_CONFORMANCE_DIR` (e.g. freshly generated differential cases).
 fn cases_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/requests")
+    match std::env::var_os("MESSAGES_CONFORMANCE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/requests"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -76,7 +96,9 @@ fn special_tokens_from(spec: &Value) -> SpecialTokens {
 /// `build_options` of probe.py (the `ctor` and `with` build modes give the same options).
 fn build_options(spec: Option<&Value>) -> ConversionOptions {
     let mut options = ConversionOptions::default();
-    let Some(spec) = spec.and_then(Value::as_object) else { return options };
+    let Some(spec) = spec.and_then(Value::as_object) else {
+        return options;
+    };
     if let Some(v) = spec.get("default_thinking_mode") {
         options.default_thinking_mode = v.as_bool().unwrap();
     }
@@ -110,7 +132,9 @@ fn build_options(spec: Option<&Value>) -> ConversionOptions {
     if let Some(aliases) = spec.get("model_aliases") {
         for pair in aliases.as_array().unwrap() {
             let name = pair[0].as_str().unwrap().to_owned();
-            options.model_versions_by_name.insert(name, version_named(pair[1].as_str().unwrap()));
+            options
+                .model_versions_by_name
+                .insert(name, version_named(pair[1].as_str().unwrap()));
         }
     }
     if let Some(st) = spec.get("special_tokens") {
@@ -158,7 +182,8 @@ fn python_dumps_bytes(body: &Value) -> Vec<u8> {
 fn repair_lone_surrogates(text: &str) -> String {
     let escape_at = |i: usize| -> Option<u16> {
         let s = text.get(i..i + 6)?;
-        s.strip_prefix("\\u").and_then(|hex| u16::from_str_radix(hex, 16).ok())
+        s.strip_prefix("\\u")
+            .and_then(|hex| u16::from_str_radix(hex, 16).ok())
     };
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -225,7 +250,13 @@ fn ser_error(e: &ConversionError) -> Value {
 
 fn ser_image(s: &ImageSource) -> Value {
     let (class, kind, data_url, url, data) = match &s.kind {
-        ImageSourceKind::DataUrl(d) => ("DataUrlImageSource", "data_url", json!(d), Value::Null, Value::Null),
+        ImageSourceKind::DataUrl(d) => (
+            "DataUrlImageSource",
+            "data_url",
+            json!(d),
+            Value::Null,
+            Value::Null,
+        ),
         ImageSourceKind::Url(u) => ("UrlImageSource", "url", Value::Null, json!(u), Value::Null),
         ImageSourceKind::Bytes(b) => (
             "BytesImageSource",
@@ -253,7 +284,10 @@ fn ser_message(m: &Message) -> Value {
         Role::LatestReminder => "LatestReminderMessage",
     };
     let tool_calls = m.tool_calls.as_ref().map(|calls| {
-        calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect::<Vec<_>>()
+        calls
+            .iter()
+            .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect::<Vec<_>>()
     });
     let mut out = json!({
         "class": class,
@@ -266,7 +300,10 @@ fn ser_message(m: &Message) -> Value {
         "image_sources": m.image_sources.iter().map(ser_image).collect::<Vec<_>>(),
     });
     if m.role == Role::System {
-        out["tools"] = json!(m.tools.as_ref().map(|ts| ts.iter().map(ser_tool_def).collect::<Vec<_>>()));
+        out["tools"] = json!(m
+            .tools
+            .as_ref()
+            .map(|ts| ts.iter().map(ser_tool_def).collect::<Vec<_>>()));
     }
     out
 }
@@ -399,7 +436,9 @@ fn first_diff(path: &str, expected: &Value, actual: &Value) -> Option<String> {
                     return Some(d);
                 }
             }
-            a.keys().find(|k| !e.contains_key(*k)).map(|k| format!("{path}.{k}: unexpected key"))
+            a.keys()
+                .find(|k| !e.contains_key(*k))
+                .map(|k| format!("{path}.{k}: unexpected key"))
         }
         (Value::Array(e), Value::Array(a)) => {
             for (i, (ev, av)) in e.iter().zip(a).enumerate() {
@@ -410,7 +449,11 @@ fn first_diff(path: &str, expected: &Value, actual: &Value) -> Option<String> {
             (e.len() != a.len()).then(|| format!("{path}: length {} != {}", e.len(), a.len()))
         }
         _ if expected == actual => None,
-        _ => Some(format!("{path}: expected {} got {}", short(expected), short(actual))),
+        _ => Some(format!(
+            "{path}: expected {} got {}",
+            short(expected),
+            short(actual)
+        )),
     }
 }
 
@@ -429,14 +472,21 @@ fn run_case(case: &Value, expected: &Value) -> Result<(), String> {
     let one_of: Vec<String> = case
         .pointer("/nondeterministic/one_of_ids")
         .and_then(Value::as_array)
-        .map(|ids| ids.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
 
     let request = body_value(case).and_then(MessagesRequest::from_value);
     let request = match request {
         Err(e) => {
             let actual = json!({"error": {"type": "ValueError", "message": e.to_string()}});
-            let exp = expected.get("construct").map(strip_error).unwrap_or(Value::Null);
+            let exp = expected
+                .get("construct")
+                .map(strip_error)
+                .unwrap_or(Value::Null);
             return match first_diff("construct", &exp, &actual) {
                 None => Ok(()),
                 Some(d) => Err(d),
@@ -518,7 +568,9 @@ fn messages_conformance() {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        let file: Value = match serde_json::from_str(&text).or_else(|_| serde_json::from_str(&repair_lone_surrogates(&text))) {
+        let file: Value = match serde_json::from_str(&text)
+            .or_else(|_| serde_json::from_str(&repair_lone_surrogates(&text)))
+        {
             Ok(v) => v,
             Err(e) => {
                 if text.contains("\"protocol\": \"messages\"") {
@@ -536,9 +588,16 @@ fn messages_conformance() {
             Err(d) => failures.push((id, d)),
         }
     }
-    println!("messages conformance: {passed} passed, {} failed, {skipped} skipped", failures.len());
+    println!(
+        "messages conformance: {passed} passed, {} failed, {skipped} skipped",
+        failures.len()
+    );
     for (id, diff) in &failures {
         println!("FAIL {id}: {diff}");
     }
-    assert!(failures.is_empty(), "{} messages cases failed", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} messages cases failed",
+        failures.len()
+    );
 }

@@ -125,3 +125,20 @@ fn responses_conformance() {
     }
     assert!(failures.is_empty(), "{} responses cases failed", failures.len());
 }
+
+/// Differential driver (not part of the suite): reads JSON lines `{"id", "body", "options"}`
+/// from `$RESPONSES_DIFF_INPUT` and writes `{"id", "result"}` lines in the probe's shape to
+/// `$RESPONSES_DIFF_OUTPUT`, for comparison with the reference on generated bodies.
+#[test]
+#[ignore]
+fn responses_differential() {
+    let input = std::env::var("RESPONSES_DIFF_INPUT").expect("RESPONSES_DIFF_INPUT");
+    let output = std::env::var("RESPONSES_DIFF_OUTPUT").expect("RESPONSES_DIFF_OUTPUT");
+    let mut lines = Vec::new();
+    for line in std::fs::read_to_string(input).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let case: Value = serde_json::from_str(line).unwrap();
+        let result = run_case(&case);
+        lines.push(json!({"id": case["id"], "result": result}).to_string());
+    }
+    std::fs::write(output, lines.join("\n") + "\n").unwrap();
+}

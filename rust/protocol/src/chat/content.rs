@@ -1,17 +1,19 @@
 //! Chat `content` (a string or a list of parts) to message text plus image sources
 //! (behavior.md §4.2, §7.7). Parts are joined with a blank line; on V4.1 each image part
-//! becomes one image placeholder whose byte range is recorded, on V4 every image or file
-//! part becomes the text `[Unsupported Image]`.
+//! (an `image_url`, or a `file` part whose `file_data` is an image data URL) becomes one
+//! image placeholder whose byte range is recorded; on V4 every image or file part becomes the
+//! text `[Unsupported Image]`.
 
 use std::ops::Range;
 
 use deepseek_model::{ConversionError, ImageDetail, ImageSource, ModelVersion};
 
-use super::image_url::image_source;
+use super::image_url::{check_file_data, image_source};
 use super::wire::{ChatCompletionRequestContentBlock as ContentPart, Content, WireImageDetail};
 
 const PART_SEPARATOR: &str = "\n\n";
 const UNSUPPORTED_IMAGE_TEXT: &str = "[Unsupported Image]";
+const IMAGE_IN_ASSISTANT: &str = "Image in assistant message is not supported";
 
 /// Converted content of one message.
 #[derive(Debug, Default)]
@@ -52,26 +54,56 @@ impl ContentContext<'_> {
             if n > 0 {
                 out.text.push_str(PART_SEPARATOR);
             }
-            match part {
-                ContentPart::Text { text } => out.text.push_str(&text),
-                _ if !self.version.is_v41() => out.text.push_str(UNSUPPORTED_IMAGE_TEXT),
-                ContentPart::File {} => {
-                    return Err(ConversionError::new(format!("{path}: file must have a file_id or file_data")));
+            let (url, detail) = match part {
+                ContentPart::Text { text } => {
+                    out.text.push_str(&text);
+                    continue;
                 }
-                ContentPart::ImageUrl { .. } if policy == ImagePolicy::Rejected => {
-                    return Err(ConversionError::new("Image in assistant message is not supported"));
+                _ if !self.version.is_v41() => {
+                    out.text.push_str(UNSUPPORTED_IMAGE_TEXT);
+                    continue;
                 }
                 ContentPart::ImageUrl { image_url } => {
-                    let detail = image_url.detail.map_or(ImageDetail::High, image_detail);
-                    out.image_sources.push(image_source(&image_url.url, detail, &path)?);
-                    let start = out.text.len();
-                    out.text.push_str(self.image_token);
-                    out.image_placeholders.push(start..out.text.len());
+                    (image_url.url, image_url.detail.map_or(ImageDetail::High, image_detail))
                 }
+                // A file part is an image given as `file_data`; its own checks come first.
+                ContentPart::File { file_id, file_data, .. } => {
+                    let file_data = match (file_id, file_data) {
+                        (Some(_), Some(_)) => return Err(at(&path, "file cannot have both file_id and file_data")),
+                        (Some(_), None) => {
+                            return Err(at(
+                                &path,
+                                "file_id is not supported. Pass the image as a base64 data url instead.",
+                            ));
+                        }
+                        (None, None) => return Err(at(&path, "file must have a file_id or file_data")),
+                        (None, Some(file_data)) => file_data,
+                    };
+                    check_file_data(&file_data, &path)?;
+                    (file_data, ImageDetail::High)
+                }
+            };
+            if policy == ImagePolicy::Rejected {
+                return Err(ConversionError::new(IMAGE_IN_ASSISTANT));
             }
+            out.push_image(image_source(&url, detail, &path)?, self.image_token);
         }
         Ok(out)
     }
+}
+
+impl MessageText {
+    /// Append one image placeholder and record its source and byte range.
+    fn push_image(&mut self, source: ImageSource, image_token: &str) {
+        let start = self.text.len();
+        self.text.push_str(image_token);
+        self.image_placeholders.push(start..self.text.len());
+        self.image_sources.push(source);
+    }
+}
+
+fn at(path: &str, what: &str) -> ConversionError {
+    ConversionError::new(format!("{path}: {what}"))
 }
 
 fn image_detail(detail: WireImageDetail) -> ImageDetail {

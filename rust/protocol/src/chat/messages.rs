@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use deepseek_model::{ConversionError, Message, ToolCall};
 
 use super::content::{ContentContext, ImagePolicy, MessageText};
-use super::wire::{AssistantMessage, ChatCompletionRequestMessage as WireMessage};
+use super::wire::{ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 const ORPHAN_TOOL_MESSAGE: &str =
@@ -22,7 +22,7 @@ pub(crate) fn convert_messages(
     let tool_ids: Vec<Option<String>> = wire
         .iter()
         .map(|m| match m {
-            WireMessage::Tool(t) => Some(t.tool_call_id.clone()),
+            WireMessage::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
             _ => None,
         })
         .collect();
@@ -31,18 +31,18 @@ pub(crate) fn convert_messages(
     let mut out = Vec::with_capacity(wire.len());
     for (index, message) in wire.into_iter().enumerate() {
         match message {
-            WireMessage::System(m) => {
-                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
+            WireMessage::System { content, .. } => {
+                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
                 if !text.text.is_empty() {
-                    out.push(with_images(Message::system(String::new()), text));
+                    out.push(with_text(Message::system(String::new()), text));
                 }
             }
-            WireMessage::User(m) => {
-                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
-                out.push(with_images(Message::user(String::new()), text));
+            WireMessage::User { content, .. } => {
+                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
+                out.push(with_text(Message::user(String::new()), text));
             }
-            WireMessage::Assistant(m) => {
-                let message = convert_assistant(m, index, ctx)?;
+            WireMessage::Assistant { content, reasoning_content, tool_calls, prefix, .. } => {
+                let message = convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?;
                 let calls = message.calls();
                 if !calls.is_empty() {
                     check_tool_results(calls, index, &tool_ids)?;
@@ -50,20 +50,20 @@ pub(crate) fn convert_messages(
                 }
                 out.push(message);
             }
-            WireMessage::Tool(m) => {
+            WireMessage::Tool { content, tool_call_id } => {
                 if index >= answered_until {
                     return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
                 }
-                let text = ctx.convert(m.content, index, ImagePolicy::Allowed)?;
-                out.push(with_images(Message::tool(String::new(), Some(m.tool_call_id)), text));
+                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
+                out.push(with_text(Message::tool(String::new(), Some(tool_call_id)), text));
             }
-            WireMessage::LatestReminder(m) => out.push(Message::latest_reminder(m.content)),
+            WireMessage::LatestReminder { content } => out.push(Message::latest_reminder(content)),
         }
     }
     Ok(out)
 }
 
-fn with_images(mut message: Message, text: MessageText) -> Message {
+fn with_text(mut message: Message, text: MessageText) -> Message {
     message.content = text.text;
     message.image_sources = text.image_sources;
     message.image_placeholders = text.image_placeholders;
@@ -71,24 +71,27 @@ fn with_images(mut message: Message, text: MessageText) -> Message {
 }
 
 fn convert_assistant(
-    m: AssistantMessage,
+    content: Option<Content>,
+    reasoning_content: Option<String>,
+    tool_calls: Option<Vec<ChatCompletionRequestToolCall>>,
+    prefix: Option<bool>,
     index: usize,
     ctx: &ContentContext<'_>,
 ) -> Result<Message, ConversionError> {
-    let has_content = m.content.is_some();
-    let text = match m.content {
+    let has_content = content.is_some();
+    let text = match content {
         Some(content) => ctx.convert(content, index, ImagePolicy::Rejected)?.text,
         None => String::new(),
     };
-    if m.tool_calls.as_ref().is_some_and(Vec::is_empty) {
+    if tool_calls.as_ref().is_some_and(Vec::is_empty) {
         return Err(ConversionError::new(format!(
             "Invalid 'messages[{index}].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead."
         )));
     }
-    if !has_content && m.tool_calls.is_none() {
+    if !has_content && tool_calls.is_none() {
         return Err(ConversionError::new("Invalid assistant message: content or tool_calls must be set"));
     }
-    let tool_calls = m.tool_calls.map(|calls| {
+    let tool_calls = tool_calls.map(|calls| {
         calls
             .into_iter()
             .map(|c| ToolCall { id: c.id, name: c.function.name, arguments: c.function.arguments })
@@ -100,19 +103,17 @@ fn convert_assistant(
             return Err(duplicate_id(&dup.id, index));
         }
     }
-    Ok(Message::assistant(text, m.reasoning_content, tool_calls, m.prefix.unwrap_or(false)))
+    Ok(Message::assistant(text, reasoning_content, tool_calls, prefix.unwrap_or(false)))
 }
 
-/// The `calls.len()` messages after `index` must be tool messages answering distinct calls.
+/// The tool messages right after `index` answer its calls: each of the first `calls.len()`
+/// must name a distinct call, then there must be at least `calls.len()` of them.
 fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<String>]) -> Result<(), ConversionError> {
-    let following = tool_ids.iter().skip(index + 1).take_while(|id| id.is_some()).count();
-    if following < calls.len() {
-        return Err(ConversionError::new(INSUFFICIENT_TOOL_MESSAGES));
-    }
     let mut seen = HashSet::new();
-    let results = tool_ids.iter().enumerate().skip(index + 1).take(calls.len());
+    let results =
+        tool_ids.iter().enumerate().skip(index + 1).take(calls.len()).map_while(|(j, id)| Some((j, id.as_deref()?)));
+    let mut answered = 0;
     for (j, id) in results {
-        let id = id.as_deref().unwrap_or_default();
         if !seen.insert(id) {
             return Err(duplicate_id(id, j));
         }
@@ -121,6 +122,10 @@ fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<Strin
                 "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
             )));
         }
+        answered += 1;
+    }
+    if answered < calls.len() {
+        return Err(ConversionError::new(INSUFFICIENT_TOOL_MESSAGES));
     }
     Ok(())
 }
@@ -128,4 +133,3 @@ fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<Strin
 fn duplicate_id(id: &str, index: usize) -> ConversionError {
     ConversionError::new(format!("Duplicate value for 'tool_call_id' of {id} in message[{index}]"))
 }
-

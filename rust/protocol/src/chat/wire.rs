@@ -70,49 +70,34 @@ impl<'de> Deserialize<'de> for Stop {
     }
 }
 
+/// One message, tagged by `role`. Struct variants, as the reference's errors name them
+/// (`struct variant ChatCompletionRequestMessage::User with 2 elements`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
+#[allow(dead_code)] // `name` is type-checked only.
 pub(crate) enum ChatCompletionRequestMessage {
-    System(SystemMessage),
-    User(UserMessage),
-    Assistant(AssistantMessage),
-    Tool(ToolMessage),
-    LatestReminder(LatestReminderMessage),
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct SystemMessage {
-    pub content: Content,
-    #[allow(dead_code)]
-    pub name: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct UserMessage {
-    pub content: Content,
-    #[allow(dead_code)]
-    pub name: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct AssistantMessage {
-    pub content: Option<Content>,
-    #[allow(dead_code)]
-    pub name: Option<String>,
-    pub reasoning_content: Option<String>,
-    pub tool_calls: Option<Vec<ChatCompletionRequestToolCall>>,
-    pub prefix: Option<bool>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct ToolMessage {
-    pub content: Content,
-    pub tool_call_id: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct LatestReminderMessage {
-    pub content: String,
+    System {
+        content: Content,
+        name: Option<String>,
+    },
+    User {
+        content: Content,
+        name: Option<String>,
+    },
+    Assistant {
+        content: Option<Content>,
+        name: Option<String>,
+        reasoning_content: Option<String>,
+        tool_calls: Option<Vec<ChatCompletionRequestToolCall>>,
+        prefix: Option<bool>,
+    },
+    Tool {
+        content: Content,
+        tool_call_id: String,
+    },
+    LatestReminder {
+        content: String,
+    },
 }
 
 /// `content`: a string or a list of parts.
@@ -134,15 +119,26 @@ impl<'de> Deserialize<'de> for Content {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(dead_code)] // `filename` is type-checked only.
 pub(crate) enum ChatCompletionRequestContentBlock {
-    Text { text: String },
-    ImageUrl { image_url: ChatCompletionImageUrl },
-    File {},
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ChatCompletionImageUrl,
+    },
+    /// The file fields sit on the part itself; a nested `file` object is ignored.
+    File {
+        file_id: Option<String>,
+        file_data: Option<String>,
+        filename: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ChatCompletionImageUrl {
     pub url: String,
+    #[serde(default)]
     pub detail: Option<WireImageDetail>,
 }
 
@@ -244,10 +240,8 @@ pub(crate) enum ChatCompletionResponseFormat {
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ChatCompletionResponseFormatJsonSchema {
+    pub schema: Value,
     #[allow(dead_code)]
     pub name: Option<String>,
-    #[allow(dead_code)]
-    pub description: Option<String>,
-    pub schema: Value,
     pub strict: Option<bool>,
 }

@@ -1,29 +1,50 @@
 //! Messages content blocks to canonical messages (behavior.md §6.2): every user block
 //! becomes its own message, assistant blocks fold into one message, system-role messages
 //! become system messages (V4.1) or `<system-reminder>` user messages (V4).
+//!
+//! Blocks are walked once, in order, and for each block the reference's checks run in its
+//! order: the block's role placement, then tool pairing, then the block's own conversion.
+
+use std::collections::HashMap;
 
 use deepseek_model::{
-    ConversionError, ImageSource, Message, ModelVersion, SpecialToken, ToolCall, ToolDefinition, WebSearchBehavior,
+    ConversionError, ImageSource, Message, ModelVersion, SpecialToken, ToolCall, ToolDefinition,
+    WebSearchBehavior,
 };
 
 use super::images::image_source;
-use super::wire::{Content, MessagesContentBlock, MessagesMessage, MessagesToolReference, MessagesToolResultBlock};
+use super::pairing::Pairing;
+use super::wire::{
+    Content, MessagesContentBlock, MessagesMessage, MessagesToolReference, MessagesToolResultBlock,
+};
 
 const UNSUPPORTED_IMAGE: &str = "[Unsupported Image]";
 const SERVER_TOOLS: &str = "Unsupported content block: server tools are not supported";
 
 /// What block conversion needs from the request and the deployment.
 pub(crate) struct BlockContext<'a> {
-    pub version: ModelVersion,
-    pub web_search: WebSearchBehavior,
+    version: ModelVersion,
+    web_search: WebSearchBehavior,
     /// The spelling of the image placeholder.
-    pub image_token: &'a str,
-    /// The declared tools, for `tool_addition` and `tool_reference` lookups.
-    pub tools: &'a [ToolDefinition],
+    image_token: &'a str,
+    /// The declared tools by name, for `tool_addition` and `tool_reference` lookups (the
+    /// first declaration of a name wins).
+    tools: HashMap<&'a str, &'a ToolDefinition>,
+}
+
+/// The converted messages, with the positions of the system messages synthesized for
+/// `tool_reference` results (they are dropped if `tool_choice` filters all their tools).
+#[derive(Debug, Default)]
+pub(crate) struct Converted {
+    pub messages: Vec<Message>,
+    pub synthetic_systems: Vec<usize>,
 }
 
 fn document_text(media_type: Option<&str>) -> String {
-    format!("[Unsupported document type: {}]", media_type.unwrap_or("unknown"))
+    format!(
+        "[Unsupported document type: {}]",
+        media_type.unwrap_or("unknown")
+    )
 }
 
 /// Text with image placeholders at recorded byte ranges, joined from parts by `"\n\n"`.
@@ -64,74 +85,145 @@ impl PlaceholderText {
     }
 }
 
-impl BlockContext<'_> {
-    fn find_tool(&self, name: &str) -> Option<&ToolDefinition> {
-        self.tools.iter().find(|t| t.name == name)
+/// The role check for a block of a `user` message.
+fn check_user_block(index: usize, block: &MessagesContentBlock) -> Result<(), ConversionError> {
+    match block {
+        MessagesContentBlock::Thinking { .. } => Err(thinking_outside_assistant(index)),
+        MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
+            Err(tool_use_outside_assistant(index))
+        }
+        MessagesContentBlock::WebSearchToolResult { .. } => {
+            Err(search_result_outside_assistant(index))
+        }
+        MessagesContentBlock::ToolAddition { .. } => Err(addition_outside_system(index)),
+        _ => Ok(()),
+    }
+}
+
+/// The role check for a block of an `assistant` message.
+fn check_assistant_block(
+    index: usize,
+    block: &MessagesContentBlock,
+) -> Result<(), ConversionError> {
+    match block {
+        MessagesContentBlock::ToolResult { .. } => Err(result_outside_user(index)),
+        MessagesContentBlock::ToolAddition { .. } => Err(addition_outside_system(index)),
+        _ => Ok(()),
+    }
+}
+
+/// The role check for a block of a `system` message.
+fn check_system_block(index: usize, block: &MessagesContentBlock) -> Result<(), ConversionError> {
+    match block {
+        MessagesContentBlock::Thinking { .. } => Err(thinking_outside_assistant(index)),
+        MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
+            Err(tool_use_outside_assistant(index))
+        }
+        MessagesContentBlock::ToolResult { .. } => Err(result_outside_user(index)),
+        MessagesContentBlock::WebSearchToolResult { .. } => {
+            Err(search_result_outside_assistant(index))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl<'a> BlockContext<'a> {
+    pub(crate) fn new(
+        version: ModelVersion,
+        web_search: WebSearchBehavior,
+        special_tokens: &'a deepseek_model::SpecialTokens,
+        tools: &'a [ToolDefinition],
+    ) -> Self {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for tool in tools {
+            by_name.entry(tool.name.as_str()).or_insert(tool);
+        }
+        Self {
+            version,
+            web_search,
+            image_token: special_tokens.get(SpecialToken::Image),
+            tools: by_name,
+        }
     }
 
-    /// Convert message `index` and append the result to `out`.
+    fn find_tool(&self, name: &str) -> Option<&ToolDefinition> {
+        self.tools.get(name).copied()
+    }
+
+    /// Convert message `index` into `out`, checking its blocks' roles and tool pairing.
     pub(crate) fn convert_message(
         &self,
         index: usize,
         message: &MessagesMessage,
-        out: &mut Vec<Message>,
+        last: bool,
+        pairing: &mut Pairing,
+        out: &mut Converted,
     ) -> Result<(), ConversionError> {
+        pairing.start_message(index, message)?;
         match message {
-            MessagesMessage::User(content) => self.user(index, content, out),
+            MessagesMessage::User(content) => self.user(index, content, pairing, out)?,
             MessagesMessage::Assistant(content) => {
-                out.push(self.assistant(index, content)?);
-                Ok(())
+                let message = self.assistant(index, content, pairing)?;
+                out.messages.push(message);
             }
             MessagesMessage::System(content) => {
-                if let Some(m) = self.system(index, content)? {
-                    out.push(m);
+                if let Some(message) = self.system(index, content)? {
+                    out.messages.push(message);
                 }
-                Ok(())
             }
         }
+        pairing.end_message(index, last)
     }
 
-    fn user(&self, index: usize, content: &Content<MessagesContentBlock>, out: &mut Vec<Message>) -> Result<(), ConversionError> {
+    fn user(
+        &self,
+        index: usize,
+        content: &Content<MessagesContentBlock>,
+        pairing: &mut Pairing,
+        out: &mut Converted,
+    ) -> Result<(), ConversionError> {
         let blocks = match content {
             Content::Text(text) => {
-                out.push(Message::user(text.clone()));
+                out.messages.push(Message::user(text.clone()));
                 return Ok(());
             }
             Content::Blocks(blocks) => blocks,
         };
         let mut referenced: Vec<ToolDefinition> = Vec::new();
         for (j, block) in blocks.iter().enumerate() {
-            match block {
-                MessagesContentBlock::Text { text } => out.push(Message::user(text.clone())),
+            check_user_block(index, block)?;
+            pairing.user_block(index, j, block)?;
+            let message = match block {
+                MessagesContentBlock::Text { text } => Message::user(text.clone()),
                 MessagesContentBlock::Image { source } => {
                     if self.version.is_v41() {
                         let path = format!("messages.{index}.content[{j}]");
                         let source = image_source(source, &path, path.clone())?;
                         let mut text = PlaceholderText::default();
                         text.push_image(self.image_token, source);
-                        out.push(text.into_message(Message::user("")));
+                        text.into_message(Message::user(""))
                     } else {
-                        out.push(Message::user(UNSUPPORTED_IMAGE));
+                        Message::user(UNSUPPORTED_IMAGE)
                     }
                 }
                 MessagesContentBlock::Document { source } => {
-                    out.push(Message::user(document_text(source.media_type.as_deref())))
+                    Message::user(document_text(source.media_type.as_deref()))
                 }
-                MessagesContentBlock::ToolResult { tool_use_id, content, .. } => {
-                    out.push(self.tool_result(index, j, tool_use_id, content.as_ref(), &mut referenced)?);
-                }
-                MessagesContentBlock::Thinking { .. } => return Err(thinking_outside_assistant(index)),
-                MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
-                    return Err(tool_use_outside_assistant(index))
-                }
-                MessagesContentBlock::WebSearchToolResult { .. } => return Err(search_result_outside_assistant(index)),
-                MessagesContentBlock::ToolAddition { .. } => return Err(addition_outside_system(index)),
-            }
+                MessagesContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => self.tool_result(index, j, tool_use_id, content.as_ref(), &mut referenced)?,
+                // Refused by the role check above.
+                _ => continue,
+            };
+            out.messages.push(message);
         }
         if !referenced.is_empty() && self.version.is_v41() {
             let mut system = Message::system("");
             system.tools = Some(referenced);
-            out.push(system);
+            out.synthetic_systems.push(out.messages.len());
+            out.messages.push(system);
         }
         Ok(())
     }
@@ -155,7 +247,8 @@ impl BlockContext<'_> {
                         MessagesToolResultBlock::Image { source } => {
                             if self.version.is_v41() {
                                 let base = format!("messages.{index}.content.{block}.tool_result");
-                                let source = image_source(source, &format!("{base}.content[{k}]"), base)?;
+                                let source =
+                                    image_source(source, &format!("{base}.content[{k}]"), base)?;
                                 text.push_image(self.image_token, source);
                             } else {
                                 text.push_text(UNSUPPORTED_IMAGE);
@@ -180,62 +273,102 @@ impl BlockContext<'_> {
         Ok(text.into_message(Message::tool("", Some(tool_use_id.to_owned()))))
     }
 
-    fn assistant(&self, index: usize, content: &Content<MessagesContentBlock>) -> Result<Message, ConversionError> {
+    fn assistant(
+        &self,
+        index: usize,
+        content: &Content<MessagesContentBlock>,
+        pairing: &mut Pairing,
+    ) -> Result<Message, ConversionError> {
         let blocks = match content {
             Content::Text(text) => return Ok(Message::assistant(text.clone(), None, None, false)),
             Content::Blocks(blocks) => blocks,
         };
-        let mut text: Vec<String> = Vec::new();
-        let mut reasoning: Vec<&str> = Vec::new();
+        // Content parts are separated only once some content exists; reasoning parts are
+        // plainly joined (both as the reference does).
+        let mut text = String::new();
+        let mut push_text = |t: &str| {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(t);
+        };
+        let mut reasoning: Option<String> = None;
         let mut calls: Vec<ToolCall> = Vec::new();
-        for block in blocks {
+        for (j, block) in blocks.iter().enumerate() {
+            check_assistant_block(index, block)?;
+            if matches!(
+                block,
+                MessagesContentBlock::ServerToolUse { .. }
+                    | MessagesContentBlock::WebSearchToolResult { .. }
+            ) {
+                // Refused, or dropped without a trace (not even for the pairing check).
+                self.server_block()?;
+                continue;
+            }
+            pairing.assistant_block(index, j, block)?;
             match block {
-                MessagesContentBlock::Text { text: t } => text.push(t.clone()),
-                MessagesContentBlock::Thinking { thinking } => reasoning.push(thinking),
-                MessagesContentBlock::Image { .. } => {
-                    if self.version.is_v41() {
-                        return Err(ConversionError::new("Image in assistant message is unsupported"));
+                MessagesContentBlock::Text { text: t } => push_text(t),
+                MessagesContentBlock::Thinking { thinking, .. } => match reasoning.as_mut() {
+                    Some(r) => {
+                        r.push_str("\n\n");
+                        r.push_str(thinking);
                     }
-                    text.push(UNSUPPORTED_IMAGE.to_owned());
+                    None => reasoning = Some(thinking.clone()),
+                },
+                MessagesContentBlock::Image { source } => {
+                    if self.version.is_v41() {
+                        let path = format!("messages.{index}.content[{j}]");
+                        image_source(source, &path, path.clone())?;
+                        return Err(ConversionError::new(
+                            "Image in assistant message is unsupported",
+                        ));
+                    }
+                    push_text(UNSUPPORTED_IMAGE);
                 }
-                MessagesContentBlock::Document { source } => text.push(document_text(source.media_type.as_deref())),
+                MessagesContentBlock::Document { source } => {
+                    push_text(&document_text(source.media_type.as_deref()))
+                }
                 MessagesContentBlock::ToolUse { id, name, input } => calls.push(ToolCall {
                     id: id.clone(),
                     name: name.clone(),
-                    arguments: deepseek_model::pyjson::pyjson(input),
+                    arguments: deepseek_model::pyjson::pyjson(&input.0),
                 }),
-                MessagesContentBlock::ServerToolUse { .. } | MessagesContentBlock::WebSearchToolResult { .. } => {
-                    self.server_block()?
-                }
-                MessagesContentBlock::ToolResult { .. } => return Err(result_outside_user(index)),
-                MessagesContentBlock::ToolAddition { .. } => return Err(addition_outside_system(index)),
+                // Handled above.
+                MessagesContentBlock::ServerToolUse { .. }
+                | MessagesContentBlock::WebSearchToolResult { .. }
+                | MessagesContentBlock::ToolResult { .. }
+                | MessagesContentBlock::ToolAddition { .. } => {}
             }
         }
-        let reasoning = if !reasoning.is_empty() {
-            Some(reasoning.join("\n\n"))
-        } else if calls.iter().any(|c| is_empty_thinking_id(&c.id)) {
+        if reasoning.is_none() && calls.iter().any(|c| is_empty_thinking_id(&c.id)) {
             // A call id minted for an empty reasoning (`call_NN_ET_…`) stands for reasoning "".
-            Some(String::new())
-        } else {
-            None
-        };
+            reasoning = Some(String::new());
+        }
         let calls = (!calls.is_empty()).then_some(calls);
-        Ok(Message::assistant(text.join("\n\n"), reasoning, calls, false))
+        Ok(Message::assistant(text, reasoning, calls, false))
     }
 
-    fn system(&self, index: usize, content: &Content<MessagesContentBlock>) -> Result<Option<Message>, ConversionError> {
+    fn system(
+        &self,
+        index: usize,
+        content: &Content<MessagesContentBlock>,
+    ) -> Result<Option<Message>, ConversionError> {
         let mut text = PlaceholderText::default();
         let mut tools: Vec<ToolDefinition> = Vec::new();
         match content {
             Content::Text(t) => text.push_text(t),
             Content::Blocks(blocks) => {
                 for (j, block) in blocks.iter().enumerate() {
+                    check_system_block(index, block)?;
                     match block {
                         MessagesContentBlock::Text { text: t } => text.push_text(t),
                         MessagesContentBlock::Image { source } => {
                             if self.version.is_v41() {
-                                let source =
-                                    image_source(source, &format!("messages.{index}.content[{j}]"), format!("messages.{index}"))?;
+                                let source = image_source(
+                                    source,
+                                    &format!("messages.{index}.content[{j}]"),
+                                    format!("messages.{index}"),
+                                )?;
                                 text.push_image(self.image_token, source);
                             } else {
                                 text.push_text(UNSUPPORTED_IMAGE);
@@ -244,7 +377,9 @@ impl BlockContext<'_> {
                         MessagesContentBlock::Document { source } => {
                             text.push_text(&document_text(source.media_type.as_deref()))
                         }
-                        MessagesContentBlock::ToolAddition { tool: MessagesToolReference::ToolReference { name } } => {
+                        MessagesContentBlock::ToolAddition {
+                            tool: MessagesToolReference::ToolReference { name },
+                        } => {
                             let tool = self.find_tool(name).ok_or_else(|| {
                                 ConversionError::new(format!(
                                     "messages.{index}.content.{j}: `tool_addition` references unknown tool '{name}'"
@@ -252,14 +387,8 @@ impl BlockContext<'_> {
                             })?;
                             tools.push(tool.clone());
                         }
-                        MessagesContentBlock::Thinking { .. } => return Err(thinking_outside_assistant(index)),
-                        MessagesContentBlock::ToolUse { .. } | MessagesContentBlock::ServerToolUse { .. } => {
-                            return Err(tool_use_outside_assistant(index))
-                        }
-                        MessagesContentBlock::ToolResult { .. } => return Err(result_outside_user(index)),
-                        MessagesContentBlock::WebSearchToolResult { .. } => {
-                            return Err(search_result_outside_assistant(index))
-                        }
+                        // Refused by the role check above.
+                        _ => {}
                     }
                 }
             }
@@ -272,7 +401,10 @@ impl BlockContext<'_> {
         if text.text.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Message::user(format!("<system-reminder>\n{}\n</system-reminder>", text.text))))
+        Ok(Some(Message::user(format!(
+            "<system-reminder>\n{}\n</system-reminder>",
+            text.text
+        ))))
     }
 
     /// A server-tool block: rejected, or dropped under `WebSearchBehavior::Drop`.
@@ -284,9 +416,27 @@ impl BlockContext<'_> {
     }
 }
 
-/// The image placeholder spelling configured for conversion.
-pub(crate) fn image_token(tokens: &deepseek_model::SpecialTokens) -> &str {
-    tokens.get(SpecialToken::Image)
+/// After `tool_choice`: announced tools become the remaining validated definitions, those
+/// filtered out are removed, and a system message synthesized for `tool_reference` results
+/// disappears when none of its tools remain.
+pub(crate) fn retain_remaining_tools(converted: &mut Converted, remaining: &[ToolDefinition]) {
+    let remaining: HashMap<&str, &ToolDefinition> =
+        remaining.iter().map(|t| (t.name.as_str(), t)).collect();
+    // Synthetic positions were recorded in increasing order.
+    let synthetic = &converted.synthetic_systems;
+    let mut position = 0;
+    converted.messages.retain_mut(|message| {
+        let index = position;
+        position += 1;
+        let Some(tools) = message.tools.as_mut() else {
+            return true;
+        };
+        *tools = tools
+            .iter()
+            .filter_map(|t| remaining.get(t.name.as_str()).map(|r| (*r).clone()))
+            .collect();
+        !(tools.is_empty() && synthetic.binary_search(&index).is_ok())
+    });
 }
 
 /// `call_<2 chars>_ET_…`: the id the stream emitter gives a call made with empty reasoning
@@ -297,11 +447,15 @@ fn is_empty_thinking_id(id: &str) -> bool {
 }
 
 fn thinking_outside_assistant(index: usize) -> ConversionError {
-    ConversionError::new(format!("messages.{index}.content: thinking blocks may only be in `assistant` messages"))
+    ConversionError::new(format!(
+        "messages.{index}.content: thinking blocks may only be in `assistant` messages"
+    ))
 }
 
 fn tool_use_outside_assistant(index: usize) -> ConversionError {
-    ConversionError::new(format!("messages.{index}: `tool_use` blocks can only be in `assistant` messages"))
+    ConversionError::new(format!(
+        "messages.{index}: `tool_use` blocks can only be in `assistant` messages"
+    ))
 }
 
 fn search_result_outside_assistant(index: usize) -> ConversionError {
@@ -311,11 +465,15 @@ fn search_result_outside_assistant(index: usize) -> ConversionError {
 }
 
 fn result_outside_user(index: usize) -> ConversionError {
-    ConversionError::new(format!("messages.{index}: `tool_result` blocks can only be in `user` messages"))
+    ConversionError::new(format!(
+        "messages.{index}: `tool_result` blocks can only be in `user` messages"
+    ))
 }
 
 fn addition_outside_system(index: usize) -> ConversionError {
-    ConversionError::new(format!("messages.{index}: `tool_addition` blocks can only be in `system` messages"))
+    ConversionError::new(format!(
+        "messages.{index}: `tool_addition` blocks can only be in `system` messages"
+    ))
 }
 
 #[cfg(test)]

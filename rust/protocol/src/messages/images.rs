@@ -1,6 +1,6 @@
 //! Messages image blocks to image sources (behavior.md §6.2, §7.7): base64 data is checked
-//! as strict standard base64 and kept as a data URL; `url` sources must be http(s); `file`
-//! sources are refused. Image bytes are never fetched or decoded beyond that check.
+//! as strict standard base64 and kept as a data URL; `url` sources must start with `http`;
+//! `file` sources are refused. Image bytes are never fetched or decoded beyond that check.
 
 use deepseek_model::{ConversionError, ImageDetail, ImageSource, ImageSourceKind};
 
@@ -15,31 +15,39 @@ pub(crate) fn image_source(
     let kind = match source {
         MessagesImageSource::Base64 { media_type, data } => {
             if !is_strict_base64(data.as_bytes()) {
-                return Err(ConversionError::new(format!("{error_path}: base64 decode error")));
+                return Err(ConversionError::new(format!(
+                    "{error_path}: base64 decode error"
+                )));
             }
             ImageSourceKind::DataUrl(format!("data:{};base64,{data}", media_type.as_str()))
         }
         MessagesImageSource::Url { url } => {
             if !is_http_url(url) {
                 let quoted = serde_json::Value::String(url.clone()).to_string();
-                return Err(ConversionError::new(format!("{error_path}: invalid url: {quoted}")));
+                return Err(ConversionError::new(format!(
+                    "{error_path}: invalid url: {quoted}"
+                )));
             }
             ImageSourceKind::Url(url.clone())
         }
         MessagesImageSource::File { .. } => {
             return Err(ConversionError::new(format!(
-                "{error_path}: file_id is not supported. Pass the image as a base64 data url instead."
-            )))
+            "{error_path}: file_id is not supported. Pass the image as a base64 data url instead."
+        )))
         }
     };
-    Ok(ImageSource { kind, detail: ImageDetail::High, path })
+    Ok(ImageSource {
+        kind,
+        detail: ImageDetail::High,
+        path,
+    })
 }
 
+/// The reference's test is loose: the URL only has to start with `http`, in any case
+/// (`http:/a`, `https:` and even `httpx:a` pass; ` http://a` and `ftp://a` do not).
 fn is_http_url(url: &str) -> bool {
-    let lower_prefix = |prefix: &str| {
-        url.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-    };
-    lower_prefix("http://") || lower_prefix("https://")
+    url.get(..4)
+        .is_some_and(|head| head.eq_ignore_ascii_case("http"))
 }
 
 fn sextet(byte: u8) -> Option<u8> {
@@ -115,6 +123,11 @@ mod tests {
             ("http://a", true),
             ("HTTP://x.com/a", true),
             ("https://", true),
+            ("http:/a", true),
+            ("httpx:a", true),
+            ("http", true),
+            (" http://a", false),
+            ("htt:p", false),
             ("ftp://x", false),
             ("data:image/png;base64,AAAA", false),
             ("", false),

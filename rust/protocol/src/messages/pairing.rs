@@ -7,11 +7,15 @@
 //! (and no space) when the next message is missing or runs out of blocks; a block that
 //! follows a `tool_use` inside the assistant message is named `messages.<i>.<j>`.
 
+use std::collections::BTreeSet;
+
 use deepseek_model::ConversionError;
 
 use super::wire::{Content, MessagesContentBlock, MessagesMessage};
 
-fn missing_results(location: &str, separator: &str, ids: &[&str]) -> ConversionError {
+/// The unanswered ids are listed in ascending order, whatever order the calls came in.
+fn missing_results(location: &str, separator: &str, ids: &BTreeSet<String>) -> ConversionError {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     ConversionError::new(format!(
         "{location}:{separator}`tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
         ids.join(", ")
@@ -30,84 +34,132 @@ fn duplicate_result(message: usize, block: usize, id: &str) -> ConversionError {
     ))
 }
 
-fn blocks_of(message: &MessagesMessage) -> &[MessagesContentBlock] {
-    let content = match message {
-        MessagesMessage::User(c) | MessagesMessage::Assistant(c) | MessagesMessage::System(c) => c,
-    };
-    match content {
-        Content::Text(_) => &[],
-        Content::Blocks(blocks) => blocks,
-    }
-}
-
-/// The `tool_use` ids of an assistant message, checked for uniqueness and for coming last
-/// (only thinking blocks may follow them).
-fn tool_use_ids(index: usize, blocks: &[MessagesContentBlock]) -> Result<Vec<&str>, ConversionError> {
-    let mut ids: Vec<&str> = Vec::new();
-    for (j, block) in blocks.iter().enumerate() {
-        match block {
-            MessagesContentBlock::ToolUse { id, .. } => {
-                if ids.contains(&id.as_str()) {
-                    return Err(ConversionError::new(format!(
-                        "messages.{index}.content.{j}: `tool_use` ids must be unique"
-                    )));
-                }
-                ids.push(id);
-            }
-            MessagesContentBlock::Thinking { .. } => {}
-            _ if !ids.is_empty() => return Err(missing_results(&format!("messages.{index}.{j}"), " ", &ids)),
-            _ => {}
-        }
-    }
-    Ok(ids)
-}
-
-/// Pairing state carried through one pass over the messages, interleaved with their
-/// conversion the way the reference orders its errors: a message's results are checked
-/// before the message is converted, an assistant's calls after it is converted.
+/// Pairing state carried through one pass over the messages. The caller feeds it every
+/// block in order, after the block's role check and before its conversion, which is the
+/// order in which the reference raises its errors.
 #[derive(Debug, Default)]
 pub(crate) struct Pairing {
     /// The previous assistant message and its unanswered `tool_use` ids.
-    pending: Option<(usize, Vec<String>)>,
+    pending: Option<(usize, BTreeSet<String>)>,
+    /// While in a user message that answers an assistant: that assistant's index, the ids
+    /// still unanswered and those answered.
+    answering: Option<Answering>,
+    /// While in an assistant message: its `tool_use` ids so far.
+    calls: BTreeSet<String>,
+}
+
+#[derive(Debug)]
+struct Answering {
+    assistant: usize,
+    pending: BTreeSet<String>,
+    answered: BTreeSet<String>,
 }
 
 impl Pairing {
-    /// Check message `i` against the calls of the message before it.
-    pub(crate) fn before_message(&mut self, i: usize, message: &MessagesMessage) -> Result<(), ConversionError> {
-        match (self.pending.take(), message) {
-            (Some((assistant, ids)), MessagesMessage::User(Content::Blocks(blocks))) => {
-                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-                check_results(assistant, i, &ids, blocks)
-            }
-            (Some((_, ids)), _) => {
-                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-                Err(missing_results(&format!("messages.{i}"), " ", &ids))
-            }
-            (None, MessagesMessage::User(Content::Blocks(blocks))) => {
-                for (j, block) in blocks.iter().enumerate() {
-                    if let MessagesContentBlock::ToolResult { tool_use_id, .. } = block {
-                        return Err(orphan_result(i, j, tool_use_id));
-                    }
-                }
+    /// Message `i` starts. A message other than a user block list cannot answer calls.
+    pub(crate) fn start_message(
+        &mut self,
+        i: usize,
+        message: &MessagesMessage,
+    ) -> Result<(), ConversionError> {
+        self.calls.clear();
+        self.answering = None;
+        let Some((assistant, ids)) = self.pending.take() else {
+            return Ok(());
+        };
+        match message {
+            MessagesMessage::User(Content::Blocks(_)) => {
+                self.answering = Some(Answering {
+                    assistant,
+                    pending: ids,
+                    answered: BTreeSet::new(),
+                });
                 Ok(())
             }
-            (None, _) => Ok(()),
+            _ => Err(missing_results(&format!("messages.{i}"), " ", &ids)),
         }
     }
 
-    /// Record the calls of message `i` (once converted); `last` when nothing follows it.
-    pub(crate) fn after_message(&mut self, i: usize, message: &MessagesMessage, last: bool) -> Result<(), ConversionError> {
-        if !matches!(message, MessagesMessage::Assistant(_)) {
-            return Ok(());
+    /// Block `j` of user message `i`.
+    pub(crate) fn user_block(
+        &mut self,
+        i: usize,
+        j: usize,
+        block: &MessagesContentBlock,
+    ) -> Result<(), ConversionError> {
+        let result_id = match block {
+            MessagesContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        };
+        let Some(answering) = self.answering.as_mut() else {
+            return match result_id {
+                Some(id) => Err(orphan_result(i, j, id)),
+                None => Ok(()),
+            };
+        };
+        match result_id {
+            Some(id) => {
+                if answering.pending.remove(id) {
+                    answering.answered.insert(id.to_owned());
+                    Ok(())
+                } else if answering.answered.contains(id) {
+                    Err(duplicate_result(i, j, id))
+                } else {
+                    Err(orphan_result(i, j, id))
+                }
+            }
+            None if !answering.pending.is_empty() => Err(missing_results(
+                &format!("messages.{i}"),
+                " ",
+                &answering.pending,
+            )),
+            None => Ok(()),
         }
-        let ids = tool_use_ids(i, blocks_of(message))?;
-        if ids.is_empty() {
+    }
+
+    /// Block `j` of assistant message `i`: ids must be unique, and only thinking blocks may
+    /// follow a `tool_use`.
+    pub(crate) fn assistant_block(
+        &mut self,
+        i: usize,
+        j: usize,
+        block: &MessagesContentBlock,
+    ) -> Result<(), ConversionError> {
+        match block {
+            MessagesContentBlock::ToolUse { id, .. } => {
+                if !self.calls.insert(id.clone()) {
+                    return Err(ConversionError::new(format!(
+                        "messages.{i}.content.{j}: `tool_use` ids must be unique"
+                    )));
+                }
+                Ok(())
+            }
+            MessagesContentBlock::Thinking { .. } => Ok(()),
+            _ if !self.calls.is_empty() => Err(missing_results(
+                &format!("messages.{i}.{j}"),
+                " ",
+                &self.calls,
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Message `i` ends; `last` when no message follows it.
+    pub(crate) fn end_message(&mut self, i: usize, last: bool) -> Result<(), ConversionError> {
+        if let Some(answering) = self.answering.take() {
+            if !answering.pending.is_empty() {
+                let location = format!("messages.{}", answering.assistant);
+                return Err(missing_results(&location, "", &answering.pending));
+            }
+        }
+        let calls = std::mem::take(&mut self.calls);
+        if calls.is_empty() {
             return Ok(());
         }
         if last {
-            return Err(missing_results(&format!("messages.{i}"), "", &ids));
+            return Err(missing_results(&format!("messages.{i}"), "", &calls));
         }
-        self.pending = Some((i, ids.into_iter().map(str::to_owned).collect()));
+        self.pending = Some((i, calls));
         Ok(())
     }
 }
@@ -117,40 +169,18 @@ impl Pairing {
 pub(crate) fn check_pairing(messages: &[MessagesMessage]) -> Result<(), ConversionError> {
     let mut pairing = Pairing::default();
     for (i, message) in messages.iter().enumerate() {
-        pairing.before_message(i, message)?;
-        pairing.after_message(i, message, i + 1 == messages.len())?;
-    }
-    Ok(())
-}
-
-/// The user message `next` must open with results for every id of assistant `assistant`.
-fn check_results(
-    assistant: usize,
-    next: usize,
-    ids: &[&str],
-    blocks: &[MessagesContentBlock],
-) -> Result<(), ConversionError> {
-    let mut pending: Vec<&str> = ids.to_vec();
-    let mut answered: Vec<&str> = Vec::new();
-    for (j, block) in blocks.iter().enumerate() {
-        match block {
-            MessagesContentBlock::ToolResult { tool_use_id, .. } => {
-                let id = tool_use_id.as_str();
-                if let Some(pos) = pending.iter().position(|p| *p == id) {
-                    pending.remove(pos);
-                    answered.push(id);
-                } else if answered.contains(&id) {
-                    return Err(duplicate_result(next, j, id));
-                } else {
-                    return Err(orphan_result(next, j, id));
+        pairing.start_message(i, message)?;
+        if let MessagesMessage::User(Content::Blocks(blocks))
+        | MessagesMessage::Assistant(Content::Blocks(blocks)) = message
+        {
+            for (j, block) in blocks.iter().enumerate() {
+                match message {
+                    MessagesMessage::User(_) => pairing.user_block(i, j, block)?,
+                    _ => pairing.assistant_block(i, j, block)?,
                 }
             }
-            _ if !pending.is_empty() => return Err(missing_results(&format!("messages.{next}"), " ", &pending)),
-            _ => {}
         }
-    }
-    if !pending.is_empty() {
-        return Err(missing_results(&format!("messages.{assistant}"), "", &pending));
+        pairing.end_message(i, i + 1 == messages.len())?;
     }
     Ok(())
 }
@@ -161,7 +191,8 @@ mod tests {
     use serde_json::json;
 
     fn check(messages: serde_json::Value) -> Result<(), String> {
-        let messages: Vec<MessagesMessage> = serde_json::from_value(messages).map_err(|e| e.to_string())?;
+        let messages: Vec<MessagesMessage> =
+            serde_json::from_value(messages).map_err(|e| e.to_string())?;
         check_pairing(&messages).map_err(|e| e.message)
     }
 
@@ -231,10 +262,10 @@ mod tests {
             let got = check(messages);
             match want {
                 None => assert_eq!(got, Ok(()), "{name}"),
-                Some(prefix) => {
-                    let err = got.expect_err(name);
-                    assert!(err.starts_with(&prefix), "{name}: {err}");
-                }
+                Some(prefix) => match got {
+                    Err(err) => assert!(err.starts_with(&prefix), "{name}: {err}"),
+                    Ok(()) => unreachable!("{name}: expected an error"),
+                },
             }
         }
     }

@@ -81,15 +81,21 @@ pub(crate) enum MessagesContentBlock {
     },
     Thinking {
         thinking: String,
+        #[allow(dead_code)]
+        signature: Option<String>,
     },
     ServerToolUse {
         #[allow(dead_code)]
         id: String,
+        #[allow(dead_code)]
+        name: String,
+        #[allow(dead_code)]
+        input: RequiredJson,
     },
     ToolUse {
         id: String,
         name: String,
-        input: Value,
+        input: RequiredJson,
     },
     ToolResult {
         tool_use_id: String,
@@ -101,11 +107,17 @@ pub(crate) enum MessagesContentBlock {
     WebSearchToolResult {
         #[allow(dead_code)]
         tool_use_id: String,
+        #[allow(dead_code)]
+        content: RequiredJson,
     },
     ToolAddition {
         tool: MessagesToolReference,
     },
 }
+
+/// Any JSON value, but required: a plain `Value` field would read a missing key as `null`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RequiredJson(pub Value);
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -154,10 +166,10 @@ pub(crate) enum MessagesImageMediaType {
 }
 
 impl MessagesImageMediaType {
+    /// The MIME type written into the data URL (`image/jpg` is spelled `image/jpeg`).
     pub fn as_str(self) -> &'static str {
         match self {
-            MessagesImageMediaType::Jpeg => "image/jpeg",
-            MessagesImageMediaType::Jpg => "image/jpg",
+            MessagesImageMediaType::Jpeg | MessagesImageMediaType::Jpg => "image/jpeg",
             MessagesImageMediaType::Png => "image/png",
             MessagesImageMediaType::Gif => "image/gif",
             MessagesImageMediaType::Webp => "image/webp",
@@ -175,7 +187,10 @@ pub(crate) struct MessagesDocumentSource {
 #[derive(Debug, Clone)]
 pub(crate) enum MessagesTool {
     Function(FunctionTool),
-    Typed { tool_type: String, name: Option<String> },
+    Typed {
+        tool_type: String,
+        name: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -202,25 +217,28 @@ impl<'de> Deserialize<'de> for MessagesTool {
             };
             return Ok(MessagesTool::Typed { tool_type, name });
         }
+        // Errors of a function tool's fields name the field, as the reference does.
         fn field<T: serde::de::DeserializeOwned, E: serde::de::Error>(
             map: &mut serde_json::Map<String, Value>,
             name: &str,
         ) -> Result<Option<T>, E> {
             match map.remove(name) {
                 None => Ok(None),
-                Some(v) => Option::<T>::deserialize(v).map_err(|e| E::custom(format!("field `{name}`: {e}"))),
+                Some(v) => T::deserialize(v)
+                    .map(Some)
+                    .map_err(|e| E::custom(format!("field `{name}`: {e}"))),
             }
         }
         let name: Option<String> = field(&mut map, "name")?;
         let name = name.ok_or_else(|| D::Error::missing_field("name"))?;
-        let description = field(&mut map, "description")?;
-        let defer_loading: Option<bool> = field(&mut map, "defer_loading")?;
+        let description: Option<Option<String>> = field(&mut map, "description")?;
+        let defer_loading: Option<Option<bool>> = field(&mut map, "defer_loading")?;
         let input_schema = map.remove("input_schema");
         Ok(MessagesTool::Function(FunctionTool {
             name,
-            description,
+            description: description.flatten(),
             input_schema,
-            defer_loading: defer_loading.unwrap_or(false),
+            defer_loading: defer_loading.flatten().unwrap_or(false),
         }))
     }
 }
@@ -228,9 +246,19 @@ impl<'de> Deserialize<'de> for MessagesTool {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub(crate) enum MessagesToolChoice {
-    Auto,
-    Any,
-    Tool { name: String },
+    Auto {
+        #[allow(dead_code)]
+        disable_parallel_tool_use: Option<bool>,
+    },
+    Any {
+        #[allow(dead_code)]
+        disable_parallel_tool_use: Option<bool>,
+    },
+    Tool {
+        name: String,
+        #[allow(dead_code)]
+        disable_parallel_tool_use: Option<bool>,
+    },
     None,
 }
 
@@ -269,7 +297,6 @@ pub(crate) struct MessagesMetadata {
 
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct MessagesOutputConfig {
+    /// `format` is accepted and ignored (no JSON mode in Messages), so it is not a field.
     pub effort: Option<RequestedEffort>,
-    #[allow(dead_code)]
-    pub format: Option<Value>,
 }

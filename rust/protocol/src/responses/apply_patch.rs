@@ -80,11 +80,8 @@ const PARAMETERS: &str = r#"{"type":"object","additionalProperties":false,"prope
 
 /// The tool definition for `version`.
 pub fn definition(version: ModelVersion) -> ToolDefinition {
-    let description = if version.is_v41() {
-        DESCRIPTION.to_owned()
-    } else {
-        DESCRIPTION.replacen("envelope:\n\n", "envelope:\n", 1)
-    };
+    let description =
+        if version.is_v41() { DESCRIPTION.to_owned() } else { DESCRIPTION.replacen("envelope:\n\n", "envelope:\n", 1) };
     ToolDefinition {
         name: NAME.to_owned(),
         description: Some(description),
@@ -102,7 +99,13 @@ mod tests {
     fn parameters_parse() {
         let parsed: Value = serde_json::from_str(PARAMETERS).unwrap_or(Value::Null);
         assert_eq!(parsed["required"][0], "input");
-        assert!(definition(ModelVersion::DeepseekV4Pro).description.unwrap_or_default().contains("envelope:\n*** Begin"));
-        assert!(definition(ModelVersion::DeepseekV41Flash).description.unwrap_or_default().contains("envelope:\n\n*** Begin"));
+        assert!(definition(ModelVersion::DeepseekV4Pro)
+            .description
+            .unwrap_or_default()
+            .contains("envelope:\n*** Begin"));
+        assert!(definition(ModelVersion::DeepseekV41Flash)
+            .description
+            .unwrap_or_default()
+            .contains("envelope:\n\n*** Begin"));
     }
 }

@@ -31,18 +31,12 @@ impl PartLocation<'_> {
     }
 }
 
-/// The image source of an `input_image` part (V4.1 rules).
-pub fn image_source(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<ImageSource, ConversionError> {
-    let present = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
-    let detail = match part.detail {
-        None | Some(wire::ImageDetail::High) => ImageDetail::High,
-        Some(wire::ImageDetail::Low) => ImageDetail::Low,
-        Some(wire::ImageDetail::Original) => ImageDetail::Original,
-        Some(wire::ImageDetail::Auto) => ImageDetail::Auto,
-    };
-    if let Some(url) = present(&part.image_url) {
-        let kind = classify_url(url).map_err(|m| ConversionError::new(format!("{}: {m}", at.item_path())))?;
-        return Ok(ImageSource { kind, detail, path: at.item_path() });
+/// The first check on an `input_image` part (V4.1): it must name an image URL; a file id
+/// or nothing is refused. The reference runs it over all parts of a content list before
+/// looking at any URL.
+pub fn check_present(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<(), ConversionError> {
+    if present(&part.image_url).is_some() {
+        return Ok(());
     }
     if present(&part.file_id).is_some() {
         return Err(ConversionError::new(format!(
@@ -51,6 +45,24 @@ pub fn image_source(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<Ima
         )));
     }
     Err(ConversionError::new(format!("{}: input_image must have image_url or file_id", at.part_path())))
+}
+
+fn present(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|s| !s.is_empty())
+}
+
+/// The image source of an `input_image` part (V4.1 rules).
+pub fn image_source(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<ImageSource, ConversionError> {
+    check_present(part, at)?;
+    let url = present(&part.image_url).unwrap_or_default().to_owned();
+    let detail = match part.detail {
+        None | Some(wire::ImageDetail::High) => ImageDetail::High,
+        Some(wire::ImageDetail::Low) => ImageDetail::Low,
+        Some(wire::ImageDetail::Original) => ImageDetail::Original,
+        Some(wire::ImageDetail::Auto) => ImageDetail::Auto,
+    };
+    let kind = classify_url(url).map_err(|m| ConversionError::new(format!("{}: {m}", at.item_path())))?;
+    Ok(ImageSource { kind, detail, path: at.item_path() })
 }
 
 /// Classify an image URL, or say why it is refused (without the path prefix).
@@ -81,7 +93,7 @@ fn classify_url(url: String) -> Result<ImageSourceKind, &'static str> {
 /// length is a multiple of four, never a remainder of one.
 fn is_forgiving_base64(payload: &str) -> bool {
     let mut data: Vec<u8> = payload.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if data.len() % 4 == 0 {
+    if matches!(data.len() % 4, 0) {
         for _ in 0..2 {
             if data.last() == Some(&b'=') {
                 data.pop();

@@ -1,22 +1,34 @@
 //! `instructions` and `input` items to canonical messages (behavior.md §5.2): message
 //! items, reasoning, function / custom tool calls and their outputs, tool search items, and
 //! the grouping and pairing rules that tie calls to outputs.
+//!
+//! Errors come in item order. Within one item the reference's order is kept: a message
+//! first ends or joins the open turn (pairing errors), then its content is converted; a
+//! `function_call_output` converts its output before looking up its call, a
+//! `custom_tool_call_output` the other way round.
+//!
+//! Grouping: reasoning and consecutive assistant outputs (texts, calls) form one turn, i.e.
+//! one assistant message followed by the outputs answering its calls. Outputs do not end a
+//! turn; a text after calls, a call once every call so far is answered, reasoning after a
+//! text or a call, or any other message does. A turn that ends with an unanswered call is
+//! an error. Calls come out sorted by id (the reference keys them by id), their outputs in
+//! the same order. Unknown items are ignored.
 
 use std::collections::HashSet;
 use std::ops::Range;
 
-use deepseek_model::{ConversionError, ImageSource, Message, ModelVersion, ToolCall, ToolDefinition};
+use deepseek_model::{ConversionError, ImageSource, Message, ModelVersion, ToolCall, WebSearchBehavior};
 use serde_json::{Map, Value};
 
 use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT, UNSUPPORTED_IMAGE};
-use super::tool_defs::{self, LoadedTool};
+use super::tool_defs::{self, ValidatedTool};
 use super::wire::{self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem};
 
-/// The messages of a request and the tools a `tool_search_output` loaded on the way.
+/// The messages of a request and the tools `tool_search_output` items loaded on the way.
 #[derive(Debug, Default)]
 pub struct ConvertedInput {
     pub messages: Vec<Message>,
-    pub loaded_tools: Vec<ToolDefinition>,
+    pub loaded_tools: Vec<ValidatedTool>,
 }
 
 /// Convert `instructions` and `input` into messages.
@@ -25,6 +37,8 @@ pub fn convert_input(
     input: Option<Input>,
     version: ModelVersion,
     image_token: &str,
+    web_search: WebSearchBehavior,
+    tool_names: HashSet<String>,
 ) -> Result<ConvertedInput, ConversionError> {
     let instructions = instructions.filter(|s| !s.is_empty());
     let Some(input) = input else {
@@ -33,22 +47,24 @@ pub fn convert_input(
             None => Err(ConversionError::new("Either input or instructions must be provided")),
         };
     };
-    let mut builder = Builder::new(version, image_token);
-    if let Some(text) = instructions {
-        builder.out.messages.push(Message::system(text));
-    }
-    match input {
-        Input::Text(text) => builder.out.messages.push(Message::user(text)),
-        Input::Items(items) => {
-            if items.is_empty() {
-                return Err(ConversionError::new("Input items array must not be empty"));
-            }
-            for (index, item) in items.into_iter().enumerate() {
-                builder.item(index, item)?;
-            }
-            builder.close_turn()?;
+    let items = match input {
+        Input::Text(text) => {
+            let mut messages: Vec<Message> = instructions.into_iter().map(Message::system).collect();
+            messages.push(Message::user(text));
+            return Ok(ConvertedInput { messages, loaded_tools: Vec::new() });
         }
+        Input::Items(items) if items.is_empty() => {
+            return Err(ConversionError::new("Input items array must not be empty"));
+        }
+        Input::Items(items) => items,
+    };
+    let mut builder = Builder::new(version, image_token, web_search);
+    builder.tool_names = tool_names;
+    builder.out.messages.extend(instructions.map(Message::system));
+    for (index, item) in items.iter().enumerate() {
+        builder.item(index, item)?;
     }
+    builder.close_turn()?;
     Ok(builder.out)
 }
 
@@ -93,29 +109,20 @@ impl Content {
     }
 }
 
-/// An image part in some position, converted by the version's rules.
-enum ImagePolicy {
-    /// V4: the literal `[Unsupported Image]`, nothing validated.
-    Text,
-    /// V4.1: a placeholder and a validated source.
-    Placeholder,
-}
-
 /// Consecutive assistant outputs merged into one message, with the outputs answering it.
+#[derive(Default)]
 struct Turn {
+    /// An assistant message or call was seen (not only reasoning).
+    has_output: bool,
     texts: Vec<String>,
-    reasoning: Option<String>,
+    reasoning: Option<Vec<String>>,
     calls: Vec<ToolCall>,
     answered: Vec<bool>,
-    /// Outputs with the index of the call they answer (`None`: no call id), in arrival order.
-    outputs: Vec<(Option<usize>, Vec<Message>)>,
+    /// Outputs with the index of the call they answer, in arrival order.
+    outputs: Vec<(usize, Vec<Message>)>,
 }
 
 impl Turn {
-    fn new(reasoning: Option<String>) -> Self {
-        Self { texts: Vec::new(), reasoning, calls: Vec::new(), answered: Vec::new(), outputs: Vec::new() }
-    }
-
     fn all_answered(&self) -> bool {
         self.answered.iter().all(|a| *a)
     }
@@ -124,12 +131,13 @@ impl Turn {
 struct Builder<'a> {
     version: ModelVersion,
     image_token: &'a str,
+    web_search: WebSearchBehavior,
     out: ConvertedInput,
     turn: Option<Turn>,
-    /// Reasoning texts waiting for the next assistant output.
-    reasoning: Option<Vec<String>>,
     call_ids: HashSet<String>,
     answered_ids: HashSet<String>,
+    /// Names of the declared and loaded tools so far.
+    tool_names: HashSet<String>,
 }
 
 fn empty_call_id(index: usize) -> ConversionError {
@@ -138,112 +146,125 @@ fn empty_call_id(index: usize) -> ConversionError {
     ))
 }
 
+fn assistant_image(index: usize) -> ConversionError {
+    ConversionError::new(format!("input[{index}]: Image in assistant message is unsupported"))
+}
+
 impl<'a> Builder<'a> {
-    fn new(version: ModelVersion, image_token: &'a str) -> Self {
+    fn new(version: ModelVersion, image_token: &'a str, web_search: WebSearchBehavior) -> Self {
         Self {
             version,
             image_token,
+            web_search,
             out: ConvertedInput::default(),
             turn: None,
-            reasoning: None,
             call_ids: HashSet::new(),
             answered_ids: HashSet::new(),
+            tool_names: HashSet::new(),
         }
     }
 
-    fn image_policy(&self) -> ImagePolicy {
-        if self.version.is_v41() {
-            ImagePolicy::Placeholder
-        } else {
-            ImagePolicy::Text
-        }
-    }
-
-    fn item(&mut self, index: usize, item: Item) -> Result<(), ConversionError> {
+    fn item(&mut self, index: usize, item: &Item) -> Result<(), ConversionError> {
         let typed = match item {
-            Item::Message(message) => TypedItem::Message(message),
+            Item::Message(message) => return self.message(index, message),
             Item::Typed(typed) => typed,
         };
         match typed {
             TypedItem::Message(message) => self.message(index, message),
             TypedItem::Reasoning(reasoning) => {
-                self.close_assistant()?;
-                let texts = reasoning.content.unwrap_or_default();
+                let texts = reasoning.content.as_deref().unwrap_or_default();
+                // Reasoning with text starts a new turn after a text or a call; without text
+                // it only ends a turn that made calls, like an empty assistant text.
+                let has_text = texts.iter().any(|t| !t.text.is_empty());
+                if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() || (has_text && !t.texts.is_empty())) {
+                    self.close_assistant()?;
+                }
                 if !texts.is_empty() {
-                    self.reasoning.get_or_insert_with(Vec::new).extend(texts.into_iter().map(|t| t.text));
+                    let turn = self.turn.get_or_insert_with(Turn::default);
+                    turn.reasoning.get_or_insert_with(Vec::new).extend(texts.iter().map(|t| t.text.clone()));
                 }
                 Ok(())
             }
             TypedItem::FunctionCall(call) => {
-                let name = match call.namespace {
-                    Some(namespace) => tool_defs::namespaced_name(&namespace, &call.name, self.version),
-                    None => call.name,
+                let name = match &call.namespace {
+                    Some(namespace) => tool_defs::namespaced_name(namespace, &call.name, self.version),
+                    None => call.name.clone(),
                 };
-                self.call(index, ToolCall { id: call.call_id, name, arguments: call.arguments })
+                self.call(index, ToolCall { id: call.call_id.clone(), name, arguments: call.arguments.clone() })
             }
             TypedItem::CustomToolCall(call) => {
                 let mut object = Map::new();
-                object.insert("input".to_owned(), Value::String(call.input));
+                object.insert("input".to_owned(), Value::String(call.input.clone()));
                 let arguments = Value::Object(object).to_string();
-                self.call(index, ToolCall { id: call.call_id, name: call.name, arguments })
+                self.call(index, ToolCall { id: call.call_id.clone(), name: call.name.clone(), arguments })
             }
             TypedItem::FunctionCallOutput(output) => {
-                let message = self.tool_output(index, output.output)?;
-                self.output(index, output.call_id, vec![message])
+                let message = self.output_message(index, &output.output)?;
+                self.tool_output(index, output.call_id.as_deref(), message)
             }
             TypedItem::CustomToolCallOutput(output) => {
-                let message = self.tool_output(index, output.output)?;
-                self.output(index, Some(output.call_id), vec![message])
-            }
-            TypedItem::ToolSearchCall(call) if self.version.is_v41() => {
-                let arguments = Value::Object(call.arguments).to_string();
-                self.call(index, ToolCall { id: call.call_id, name: "tool_search".to_owned(), arguments })
-            }
-            TypedItem::ToolSearchOutput(output) if self.version.is_v41() => {
-                let loaded = tool_defs::loaded_tools(output.tools, index)?;
-                let content = LoadedTool::listing(&loaded);
-                let tools: Vec<ToolDefinition> = loaded.into_iter().map(|t| t.definition).collect();
-                let mut messages = vec![Message::tool(content, Some(output.call_id.clone()))];
-                if !tools.is_empty() {
-                    let mut system = Message::system("");
-                    system.tools = Some(tools.clone());
-                    messages.push(system);
-                }
-                self.output(index, Some(output.call_id), messages)?;
-                self.out.loaded_tools.extend(tools.into_iter().map(|t| ToolDefinition { defer_loading: true, ..t }));
+                let position = self.answer(index, &output.call_id)?;
+                let empty = ToolOutput::Text(String::new());
+                let mut message = self.output_message(index, output.output.as_ref().unwrap_or(&empty))?;
+                message.tool_call_id = Some(output.call_id.clone());
+                self.record_output(position, vec![message]);
                 Ok(())
             }
-            TypedItem::ToolSearchCall(_) | TypedItem::ToolSearchOutput(_) | TypedItem::Other => self.close_turn(),
+            TypedItem::ToolSearchCall(call) if self.version.is_v41() => {
+                let arguments = Value::Object(call.arguments.clone()).to_string();
+                self.call(index, ToolCall { id: call.call_id.clone(), name: "tool_search".to_owned(), arguments })
+            }
+            TypedItem::ToolSearchOutput(output) if self.version.is_v41() => self.tool_search_output(index, output),
+            // A server-side search ends a turn that made calls, like an assistant text would.
+            TypedItem::WebSearchCall {} => {
+                if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
+                    self.close_assistant()?;
+                }
+                Ok(())
+            }
+            // V4 drops tool search items, and unknown items are ignored: neither ends a turn.
+            TypedItem::ToolSearchCall(_) | TypedItem::ToolSearchOutput(_) | TypedItem::Other => Ok(()),
         }
     }
 
-    fn message(&mut self, index: usize, message: wire::MessageItem) -> Result<(), ConversionError> {
+    fn message(&mut self, index: usize, message: &wire::MessageItem) -> Result<(), ConversionError> {
         if message.role == Role::Assistant {
-            let text = self.assistant_text(index, message.content)?;
-            return self.assistant_text_output(text);
+            self.open_text_turn()?;
+            let text = self.assistant_text(index, &message.content)?;
+            if let (Some(turn), false) = (self.turn.as_mut(), text.is_empty()) {
+                turn.texts.push(text);
+            }
+            return Ok(());
         }
         self.close_turn()?;
         let base = match (message.role, self.version.is_v41()) {
             (Role::User, _) | (Role::Developer, false) => Message::user(""),
             _ => Message::system(""),
         };
-        let content = self.content(index, message.content)?;
+        let content = self.content(index, &message.content)?;
         self.out.messages.push(content.into_message(base));
         Ok(())
     }
 
-    fn content(&self, index: usize, content: MessageContent) -> Result<Content, ConversionError> {
+    fn content(&self, index: usize, content: &MessageContent) -> Result<Content, ConversionError> {
         let mut out = Content::new();
         match content {
-            MessageContent::Text(text) => out.push_text(&text),
+            MessageContent::Text(text) => out.push_text(text),
             MessageContent::Blocks(blocks) => {
-                for (part, block) in blocks.into_iter().enumerate() {
+                if self.version.is_v41() {
+                    for (part, block) in blocks.iter().enumerate() {
+                        if let ContentBlock::InputImage(image) = block {
+                            images::check_present(image, &PartLocation { item: index, container: "content", part })?;
+                        }
+                    }
+                }
+                for (part, block) in blocks.iter().enumerate() {
                     match block {
-                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => out.push_text(&text),
+                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => out.push_text(text),
                         ContentBlock::InputFile {} => out.push_text(UNSUPPORTED_DOCUMENT),
                         ContentBlock::InputImage(image) => {
                             let at = PartLocation { item: index, container: "content", part };
-                            self.push_image(&mut out, &image, &at)?;
+                            self.push_image(&mut out, image, &at)?;
                         }
                     }
                 }
@@ -252,50 +273,67 @@ impl<'a> Builder<'a> {
         Ok(out)
     }
 
-    fn push_image(&self, out: &mut Content, image: &wire::ImagePart, at: &PartLocation<'_>) -> Result<(), ConversionError> {
-        match self.image_policy() {
-            ImagePolicy::Text => out.push_text(UNSUPPORTED_IMAGE),
-            ImagePolicy::Placeholder => out.push_image(images::image_source(image, at)?, self.image_token),
+    fn push_image(
+        &self,
+        out: &mut Content,
+        image: &wire::ImagePart,
+        at: &PartLocation<'_>,
+    ) -> Result<(), ConversionError> {
+        if self.version.is_v41() {
+            out.push_image(images::image_source(image, at)?, self.image_token);
+        } else {
+            out.push_text(UNSUPPORTED_IMAGE);
         }
         Ok(())
     }
 
-    fn assistant_text(&self, index: usize, content: MessageContent) -> Result<String, ConversionError> {
+    fn assistant_text(&self, index: usize, content: &MessageContent) -> Result<String, ConversionError> {
         match content {
-            MessageContent::Text(text) => Ok(text),
+            MessageContent::Text(text) => Ok(text.clone()),
             MessageContent::Blocks(blocks) => {
+                // V4.1 refuses images here, after checking every image part names a source
+                // (the URL itself is not looked at).
+                let mut has_image = false;
                 let mut parts = Vec::with_capacity(blocks.len());
-                for block in blocks {
+                for (part, block) in blocks.iter().enumerate() {
                     parts.push(match block {
-                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => text,
+                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => text.clone(),
                         ContentBlock::InputFile {} => UNSUPPORTED_DOCUMENT.to_owned(),
-                        ContentBlock::InputImage(_) => match self.image_policy() {
-                            ImagePolicy::Text => UNSUPPORTED_IMAGE.to_owned(),
-                            ImagePolicy::Placeholder => {
-                                return Err(ConversionError::new(format!(
-                                    "input[{index}]: Image in assistant message is unsupported"
-                                )))
-                            }
-                        },
+                        ContentBlock::InputImage(_) if !self.version.is_v41() => UNSUPPORTED_IMAGE.to_owned(),
+                        ContentBlock::InputImage(image) => {
+                            images::check_present(image, &PartLocation { item: index, container: "content", part })?;
+                            has_image = true;
+                            String::new()
+                        }
                     });
+                }
+                if has_image {
+                    return Err(assistant_image(index));
                 }
                 Ok(parts.join("\n\n"))
             }
         }
     }
 
-    fn tool_output(&self, index: usize, output: ToolOutput) -> Result<Message, ConversionError> {
+    fn output_message(&self, index: usize, output: &ToolOutput) -> Result<Message, ConversionError> {
         let mut out = Content::new();
         match output {
-            ToolOutput::Text(text) => out.push_text(&text),
+            ToolOutput::Text(text) => out.push_text(text),
             ToolOutput::Parts(parts) => {
-                for (part, block) in parts.into_iter().enumerate() {
+                if self.version.is_v41() {
+                    for (part, block) in parts.iter().enumerate() {
+                        if let OutputPart::InputImage(image) = block {
+                            images::check_present(image, &PartLocation { item: index, container: "output", part })?;
+                        }
+                    }
+                }
+                for (part, block) in parts.iter().enumerate() {
                     match block {
-                        OutputPart::InputText { text } => out.push_text(&text),
+                        OutputPart::InputText { text } => out.push_text(text),
                         OutputPart::InputFile {} => out.push_text(UNSUPPORTED_DOCUMENT),
                         OutputPart::InputImage(image) => {
                             let at = PartLocation { item: index, container: "output", part };
-                            self.push_image(&mut out, &image, &at)?;
+                            self.push_image(&mut out, image, &at)?;
                         }
                     }
                 }
@@ -304,23 +342,50 @@ impl<'a> Builder<'a> {
         Ok(out.into_message(Message::tool("", None)))
     }
 
-    /// The turn that the next assistant output joins: a new one after reasoning.
-    fn open_turn(&mut self) -> Result<&mut Turn, ConversionError> {
-        if let Some(texts) = self.reasoning.take() {
-            self.close_assistant()?;
-            self.turn = Some(Turn::new(Some(texts.join("\n"))));
-        }
-        Ok(self.turn.get_or_insert_with(|| Turn::new(None)))
+    fn tool_output(
+        &mut self,
+        index: usize,
+        call_id: Option<&str>,
+        mut message: Message,
+    ) -> Result<(), ConversionError> {
+        let Some(id) = call_id else {
+            // An output naming no call stands alone: it ends the turn.
+            self.close_turn()?;
+            self.out.messages.push(message);
+            return Ok(());
+        };
+        let position = self.answer(index, id)?;
+        message.tool_call_id = Some(id.to_owned());
+        self.record_output(position, vec![message]);
+        Ok(())
     }
 
-    fn assistant_text_output(&mut self, text: String) -> Result<(), ConversionError> {
-        if self.reasoning.is_none() && self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
+    fn tool_search_output(&mut self, index: usize, output: &wire::ToolSearchOutputItem) -> Result<(), ConversionError> {
+        let position = self.answer(index, &output.call_id)?;
+        let path = format!("input[{index}].");
+        let pending = tool_defs::check_declared(&output.tools, self.version, self.web_search, &path)?;
+        let content = tool_defs::loaded_listing(&output.tools, index)?;
+        let mut tools = pending.into_iter().map(|p| p.validated(true)).collect::<Result<Vec<_>, _>>()?;
+        for tool in &mut tools {
+            tool.claim_name(&mut self.tool_names);
+        }
+        let mut messages = vec![Message::tool(content, Some(output.call_id.clone()))];
+        if !tools.is_empty() {
+            let mut system = Message::system("");
+            system.tools = Some(tools.iter().map(|t| t.definition.clone()).collect());
+            messages.push(system);
+        }
+        self.record_output(position, messages);
+        self.out.loaded_tools.extend(tools);
+        Ok(())
+    }
+
+    /// Make the open turn ready for an assistant text: a text after calls starts a new one.
+    fn open_text_turn(&mut self) -> Result<(), ConversionError> {
+        if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
             self.close_assistant()?;
         }
-        let turn = self.open_turn()?;
-        if !text.is_empty() {
-            turn.texts.push(text);
-        }
+        self.turn.get_or_insert_with(Turn::default).has_output = true;
         Ok(())
     }
 
@@ -331,70 +396,72 @@ impl<'a> Builder<'a> {
         if !self.call_ids.insert(call.id.clone()) {
             return Err(ConversionError::new(format!("Duplicate 'call_id': {}.", call.id)));
         }
-        if self.reasoning.is_none() && self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() && t.all_answered()) {
+        if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() && t.all_answered()) {
             self.close_assistant()?;
         }
-        let turn = self.open_turn()?;
+        let turn = self.turn.get_or_insert_with(Turn::default);
+        turn.has_output = true;
         turn.calls.push(call);
         turn.answered.push(false);
         Ok(())
     }
 
-    fn output(&mut self, index: usize, call_id: Option<String>, messages: Vec<Message>) -> Result<(), ConversionError> {
-        let Some(id) = call_id else {
-            match self.turn.as_mut() {
-                Some(turn) => turn.outputs.push((None, messages)),
-                None => {
-                    self.flush_reasoning();
-                    self.out.messages.extend(messages);
-                }
-            }
-            return Ok(());
-        };
+    /// Mark the call `id` answered by the output at `input[index]`; the call's position.
+    fn answer(&mut self, index: usize, id: &str) -> Result<usize, ConversionError> {
         if id.is_empty() {
             return Err(empty_call_id(index));
         }
-        if self.answered_ids.contains(&id) {
+        if self.answered_ids.contains(id) {
             return Err(ConversionError::new(format!("Duplicate tool output for call_id: {id}.")));
         }
-        let position = self.turn.as_ref().and_then(|t| t.calls.iter().position(|c| c.id == id));
-        let (Some(turn), Some(position)) = (self.turn.as_mut(), position) else {
+        let found = self.turn.as_mut().and_then(|t| {
+            let position = t.calls.iter().position(|c| c.id == id)?;
+            Some((t, position))
+        });
+        let Some((turn, position)) = found else {
             return Err(ConversionError::new(format!("No tool call found for tool output with call_id {id}.")));
         };
         if let Some(answered) = turn.answered.get_mut(position) {
             *answered = true;
         }
-        turn.outputs.push((Some(position), messages));
-        self.answered_ids.insert(id);
-        Ok(())
+        self.answered_ids.insert(id.to_owned());
+        Ok(position)
+    }
+
+    fn record_output(&mut self, position: usize, messages: Vec<Message>) {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.outputs.push((position, messages));
+        }
     }
 
     /// Emit the open assistant message and its outputs, checking every call was answered.
+    /// A turn of reasoning only becomes a message when the reasoning has text.
     fn close_assistant(&mut self) -> Result<(), ConversionError> {
         let Some(mut turn) = self.turn.take() else {
             return Ok(());
         };
-        if let Some(missing) = turn.calls.iter().zip(&turn.answered).find(|(_, answered)| !**answered) {
-            return Err(ConversionError::new(format!("No tool output found for tool call {}.", missing.0.id)));
+        let reasoning = turn.reasoning.take().map(|texts| texts.join("\n"));
+        if !turn.has_output && reasoning.as_deref().unwrap_or_default().is_empty() {
+            return Ok(());
         }
+        // The reference names one unanswered call, picked from a hash set; the last one is
+        // what it names most often.
+        if let Some((call, _)) = turn.calls.iter().zip(&turn.answered).rev().find(|(_, answered)| !**answered) {
+            return Err(ConversionError::new(format!("No tool output found for tool call {}.", call.id)));
+        }
+        let mut order: Vec<usize> = (0..turn.calls.len()).collect();
+        order.sort_by(|a, b| turn.calls.get(*a).map(|c| &c.id).cmp(&turn.calls.get(*b).map(|c| &c.id)));
+        let rank = |position: usize| order.iter().position(|o| *o == position).unwrap_or(usize::MAX);
+        turn.outputs.sort_by_key(|(position, _)| rank(*position));
+        turn.calls.sort_by(|a, b| a.id.cmp(&b.id));
         let calls = if turn.calls.is_empty() { None } else { Some(turn.calls) };
-        self.out.messages.push(Message::assistant(turn.texts.join("\n\n"), turn.reasoning, calls, false));
-        turn.outputs.sort_by_key(|(position, _)| position.unwrap_or(usize::MAX));
+        self.out.messages.push(Message::assistant(turn.texts.join("\n\n"), reasoning, calls, false));
         self.out.messages.extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
         Ok(())
     }
 
-    /// Reasoning with no assistant output after it becomes an assistant message of its own.
-    fn flush_reasoning(&mut self) {
-        if let Some(texts) = self.reasoning.take() {
-            self.out.messages.push(Message::assistant("", Some(texts.join("\n")), None, false));
-        }
-    }
-
-    /// Something other than an assistant output: close the turn and any pending reasoning.
+    /// Something other than an assistant output: close the turn.
     fn close_turn(&mut self) -> Result<(), ConversionError> {
-        self.close_assistant()?;
-        self.flush_reasoning();
-        Ok(())
+        self.close_assistant()
     }
 }

@@ -12,6 +12,9 @@ use super::wire::{self, Execution, NamespaceMember, Tool, ToolChoiceMode, ToolCh
 use crate::tools::{self, RequestedToolChoice};
 
 const SERVER_TOOLS: &str = "Server tools are not supported";
+const NAMESPACE_NAMES_UNIQUE: &str = "Tool names within a namespace must be unique.";
+const TOOL_NAMES_UNIQUE: &str = "Tool names must be unique.";
+const TOOL_SEARCH: &str = "tool_search";
 
 /// The name a namespaced tool gets: `ns::inner` on V4.1, `ns__inner` on V4.
 pub fn namespaced_name(namespace: &str, inner: &str, version: ModelVersion) -> String {
@@ -22,21 +25,69 @@ pub fn namespaced_name(namespace: &str, inner: &str, version: ModelVersion) -> S
 /// The description a namespaced tool gets. V4 keeps only the inner description; V4.1
 /// prefixes the namespace's description on its own line.
 fn namespaced_description(namespace: Option<&str>, inner: Option<&str>, version: ModelVersion) -> Option<String> {
-    match (namespace, version.is_v41()) {
+    match (namespace.filter(|ns| !ns.is_empty()), version.is_v41()) {
         (Some(ns), true) => Some(format!("{ns}\n{}", inner.unwrap_or_default())),
         _ => inner.map(str::to_owned),
     }
 }
 
-fn custom_in_namespace(name: &str, tool: usize, member: usize) -> ConversionError {
+fn custom_in_namespace(name: &str, path: &str, tool: usize, member: usize) -> ConversionError {
     ConversionError::new(format!(
-        "Currently custom tools are not allowed inside a namespace. Found custom tool '{name}' in tools[{tool}].tools[{member}]."
+        "Currently custom tools are not allowed inside a namespace. Found custom tool '{name}' in {path}tools[{tool}].tools[{member}]."
     ))
 }
 
-/// A tool whose name has been checked, waiting for the schema and uniqueness checks.
-struct Pending {
+/// The names the members of every namespace get, index-aligned with `tools` (empty for
+/// other tools). A name already taken by a plain tool or an earlier member gets the first
+/// free `_1`, `_2`, … suffix, as the reference does.
+fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
+    let mut used: HashSet<String> = HashSet::new();
+    for tool in tools {
+        match tool {
+            Tool::Function(f) => {
+                used.insert(f.name.clone());
+            }
+            Tool::Custom(c) if c.name == apply_patch::NAME => {
+                used.insert(c.name.clone());
+            }
+            Tool::ToolSearch(t) if t.execution == Some(Execution::Client) && version.is_v41() => {
+                used.insert(TOOL_SEARCH.to_owned());
+            }
+            _ => {}
+        }
+    }
+    let mut names = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let Tool::Namespace(ns) = tool else {
+            names.push(Vec::new());
+            continue;
+        };
+        let mut members = Vec::with_capacity(ns.tools.len());
+        for member in &ns.tools {
+            let inner = match member {
+                NamespaceMember::Function(f) => &f.name,
+                NamespaceMember::Custom { name } => name,
+            };
+            let base = namespaced_name(&ns.name, inner, version);
+            let mut name = base.clone();
+            let mut suffix = 1;
+            while used.contains(&name) {
+                name = format!("{base}_{suffix}");
+                suffix += 1;
+            }
+            used.insert(name.clone());
+            members.push(name);
+        }
+        names.push(members);
+    }
+    names
+}
+
+/// A tool that passed the first checks, waiting for the schema and uniqueness checks.
+pub struct Pending {
     name: String,
+    /// For a namespace member, the name before any `_N` suffix.
+    namespaced_base: Option<String>,
     description: Option<String>,
     parameters: Option<Value>,
     strict: Option<bool>,
@@ -44,42 +95,100 @@ struct Pending {
     builtin: bool,
 }
 
-/// Validate the declared tools in the reference's order (names and structure first, then
-/// uniqueness and schemas tool by tool) and return the canonical tools.
-pub fn declared_tools(
-    tools: Vec<Tool>,
+impl Pending {
+    /// Check the schema now: the tool as stored (parameters validated or normalized).
+    pub fn validated(self, defer_loading: bool) -> Result<ValidatedTool, ConversionError> {
+        let parameters = if self.builtin {
+            self.parameters
+        } else {
+            Some(tools::validate_parameters(&self.name, self.parameters, self.strict == Some(true))?)
+        };
+        let definition = ToolDefinition {
+            name: self.name,
+            description: self.description,
+            parameters,
+            strict: self.strict,
+            defer_loading,
+        };
+        Ok(ValidatedTool { definition, namespaced_base: self.namespaced_base })
+    }
+}
+
+/// A tool whose schema is checked.
+#[derive(Debug, Clone)]
+pub struct ValidatedTool {
+    pub definition: ToolDefinition,
+    namespaced_base: Option<String>,
+}
+
+impl ValidatedTool {
+    /// Record the tool's name in `taken`. A namespace member whose name is taken gets the
+    /// first free `_N` suffix (other names are left for the uniqueness check).
+    pub fn claim_name(&mut self, taken: &mut HashSet<String>) {
+        if let Some(base) = &self.namespaced_base {
+            let mut suffix = 1;
+            while taken.contains(&self.definition.name) {
+                self.definition.name = format!("{base}_{suffix}");
+                suffix += 1;
+            }
+        }
+        taken.insert(self.definition.name.clone());
+    }
+}
+
+/// The names the checked tools will have.
+pub fn pending_names(pending: &[Pending]) -> HashSet<String> {
+    pending.iter().map(|p| p.name.clone()).collect()
+}
+
+/// The first checks on a list of tools (the request's, or those a `tool_search_output` at
+/// `path` loads), in declaration order: names (tools, namespaces, namespace members),
+/// custom tools, web search under `Reject`. Unsupported tool types and (on V4) tool search
+/// are dropped. `path` prefixes error paths (`""` or `input[3].`).
+pub fn check_declared(
+    tools: &[Tool],
     version: ModelVersion,
     web_search: WebSearchBehavior,
-) -> Result<Vec<ToolDefinition>, ConversionError> {
+    path: &str,
+) -> Result<Vec<Pending>, ConversionError> {
+    let member_names = member_names(tools, version);
     let mut pending = Vec::new();
-    for (i, tool) in tools.into_iter().enumerate() {
+    let plain = |name: String, description: Option<String>, parameters: Option<Value>, strict: Option<bool>| Pending {
+        name,
+        namespaced_base: None,
+        description,
+        parameters,
+        strict,
+        builtin: false,
+    };
+    for (i, tool) in tools.iter().enumerate() {
         match tool {
             Tool::Function(f) => {
-                tools::validate_tool_name(&f.name, &format!("tools[{i}].name"))?;
-                pending.push(Pending {
-                    name: f.name,
-                    description: f.description,
-                    parameters: f.parameters,
-                    strict: f.strict,
-                    builtin: false,
-                });
+                tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].name"))?;
+                pending.push(plain(f.name.clone(), f.description.clone(), f.parameters.clone(), f.strict));
             }
             Tool::Namespace(ns) => {
-                tools::validate_tool_name(&ns.name, &format!("tools[{i}].name"))?;
+                tools::validate_tool_name(&ns.name, &format!("{path}tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
-                for (j, member) in ns.tools.into_iter().enumerate() {
+                let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
+                for (j, (member, name)) in ns.tools.iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
-                        NamespaceMember::Custom(c) => return Err(custom_in_namespace(&c.name, i, j)),
+                        NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, path, i, j)),
                     };
-                    tools::validate_tool_name(&f.name, &format!("tools[{i}].tools[{j}].name"))?;
-                    if !inner_names.insert(f.name.clone()) {
-                        return Err(ConversionError::new("Tool names within a namespace must be unique."));
+                    tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].tools[{j}].name"))?;
+                    if !inner_names.insert(f.name.as_str()) {
+                        return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
                     }
                     pending.push(Pending {
-                        name: namespaced_name(&ns.name, &f.name, version),
-                        description: namespaced_description(ns.description.as_deref(), f.description.as_deref(), version),
-                        parameters: f.parameters,
+                        name: name.clone(),
+                        namespaced_base: Some(namespaced_name(&ns.name, &f.name, version)),
+                        description: namespaced_description(
+                            ns.description.as_deref(),
+                            f.description.as_deref(),
+                            version,
+                        ),
+                        parameters: f.parameters.clone(),
                         strict: f.strict,
                         builtin: false,
                     });
@@ -93,26 +202,14 @@ pub fn declared_tools(
                     )));
                 }
                 let def = apply_patch::definition(version);
-                pending.push(Pending {
-                    name: def.name,
-                    description: def.description,
-                    parameters: def.parameters,
-                    strict: def.strict,
-                    builtin: true,
-                });
+                pending.push(Pending { builtin: true, ..plain(def.name, def.description, def.parameters, def.strict) });
             }
             Tool::ToolSearch(t) => {
                 if t.execution == Some(Execution::Client) && version.is_v41() {
-                    pending.push(Pending {
-                        name: "tool_search".to_owned(),
-                        description: t.description,
-                        parameters: t.parameters,
-                        strict: None,
-                        builtin: false,
-                    });
+                    pending.push(plain(TOOL_SEARCH.to_owned(), t.description.clone(), t.parameters.clone(), None));
                 }
             }
-            Tool::WebSearch {} | Tool::WebSearch20250826 {} => {
+            Tool::WebSearch(_) | Tool::WebSearch20250826(_) => {
                 if web_search == WebSearchBehavior::Reject {
                     return Err(ConversionError::new(SERVER_TOOLS));
                 }
@@ -120,43 +217,63 @@ pub fn declared_tools(
             Tool::Unsupported => {}
         }
     }
+    Ok(pending)
+}
+
+/// The second checks, tool by tool: unique names, then the parameter schema, for the
+/// declared tools; then unique names for the tools loaded by tool search (schemas already
+/// checked). Returns the canonical tools, loaded ones last.
+pub fn validate_declared(
+    pending: Vec<Pending>,
+    loaded: Vec<ValidatedTool>,
+) -> Result<Vec<ToolDefinition>, ConversionError> {
     let mut names = HashSet::new();
-    let mut out = Vec::with_capacity(pending.len());
+    let mut out = Vec::with_capacity(pending.len() + loaded.len());
     for tool in pending {
         if !names.insert(tool.name.clone()) {
-            return Err(ConversionError::new("Tool names must be unique."));
+            return Err(ConversionError::new(TOOL_NAMES_UNIQUE));
         }
-        let parameters = if tool.builtin {
-            tool.parameters
-        } else {
-            Some(tools::validate_parameters(&tool.name, tool.parameters, tool.strict == Some(true))?)
-        };
-        out.push(ToolDefinition {
-            name: tool.name,
-            description: tool.description,
-            parameters,
-            strict: tool.strict,
-            defer_loading: false,
-        });
+        out.push(tool.validated(false)?.definition);
+    }
+    for tool in loaded {
+        let definition = tool.definition;
+        if !names.insert(definition.name.clone()) {
+            return Err(ConversionError::new(TOOL_NAMES_UNIQUE));
+        }
+        out.push(definition);
     }
     Ok(out)
 }
 
-/// `{"ns::inner": ("ns", "inner")}` for every function inside a namespace.
+/// `{"ns::inner": ("ns", "inner")}` for every function inside a namespace. Like the
+/// reference, this checks tool and namespace names on the way (not schemas, uniqueness
+/// across tools, or unsupported tool types).
 pub fn namespace_map(
     tools: &[Tool],
     version: ModelVersion,
 ) -> Result<BTreeMap<String, (String, String)>, ConversionError> {
+    let member_names = member_names(tools, version);
     let mut map = BTreeMap::new();
     for (i, tool) in tools.iter().enumerate() {
-        let Tool::Namespace(ns) = tool else { continue };
-        for (j, member) in ns.tools.iter().enumerate() {
-            match member {
-                NamespaceMember::Function(f) => {
-                    map.insert(namespaced_name(&ns.name, &f.name, version), (ns.name.clone(), f.name.clone()));
+        match tool {
+            Tool::Function(f) => tools::validate_tool_name(&f.name, &format!("tools[{i}].name"))?,
+            Tool::Namespace(ns) => {
+                tools::validate_tool_name(&ns.name, &format!("tools[{i}].name"))?;
+                let mut inner_names = HashSet::new();
+                let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
+                for (j, (member, name)) in ns.tools.iter().zip(names).enumerate() {
+                    let f = match member {
+                        NamespaceMember::Function(f) => f,
+                        NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, "", i, j)),
+                    };
+                    tools::validate_tool_name(&f.name, &format!("tools[{i}].tools[{j}].name"))?;
+                    if !inner_names.insert(f.name.as_str()) {
+                        return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
+                    }
+                    map.insert(name.clone(), (ns.name.clone(), f.name.clone()));
                 }
-                NamespaceMember::Custom(c) => return Err(custom_in_namespace(&c.name, i, j)),
             }
+            _ => {}
         }
     }
     Ok(map)
@@ -184,70 +301,68 @@ pub fn requested_choice(
     })
 }
 
-/// A tool loaded by `tool_search_output`: its canonical definition (V4.1 naming) and its
-/// entry in the tool message that lists the loaded tools.
-pub struct LoadedTool {
-    pub definition: ToolDefinition,
-    listing: Value,
-}
-
-impl LoadedTool {
-    /// The tool message content: a compact JSON array of the loaded tools.
-    pub fn listing(tools: &[LoadedTool]) -> String {
-        Value::Array(tools.iter().map(|t| t.listing.clone()).collect()).to_string()
-    }
-
-    fn function(f: wire::FunctionTool, namespace: Option<(&str, Option<&str>)>) -> Self {
-        let version = ModelVersion::DeepseekV41Flash;
-        let mut listing = Map::new();
-        listing.insert("type".to_owned(), Value::from("function"));
-        listing.insert("name".to_owned(), Value::from(f.name.clone()));
-        listing.insert("description".to_owned(), f.description.clone().map_or(Value::Null, Value::from));
-        listing.insert("parameters".to_owned(), f.parameters.clone().unwrap_or(Value::Null));
-        listing.insert("strict".to_owned(), f.strict.map_or(Value::Null, Value::from));
-        let (name, description) = match namespace {
-            Some((ns, ns_description)) => {
-                let mut entry = Map::new();
-                entry.insert("name".to_owned(), Value::from(ns));
-                entry.insert("description".to_owned(), ns_description.map_or(Value::Null, Value::from));
-                listing.insert("namespace".to_owned(), Value::Object(entry));
-                (
-                    namespaced_name(ns, &f.name, version),
-                    namespaced_description(ns_description, f.description.as_deref(), version),
-                )
-            }
-            None => (f.name, f.description),
-        };
-        let definition = ToolDefinition {
-            name,
-            description,
-            parameters: Some(f.parameters.unwrap_or_else(|| Value::Object(Map::new()))),
-            strict: f.strict,
-            defer_loading: false,
-        };
-        Self { definition, listing: Value::Object(listing) }
-    }
-}
-
-/// The tools of a `tool_search_output` item at `input[index]` (V4.1 only).
-pub fn loaded_tools(tools: Vec<Tool>, index: usize) -> Result<Vec<LoadedTool>, ConversionError> {
+/// The content of the tool message answering a `tool_search_call`: the loaded tools as a
+/// compact JSON array, namespace members flattened with their namespace attached.
+/// `index` is the item's position (for the error an unsupported tool type gives).
+pub fn loaded_listing(tools: &[Tool], index: usize) -> Result<String, ConversionError> {
+    let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::from);
+    let function = |f: &wire::FunctionTool| {
+        let mut entry = Map::new();
+        entry.insert("type".to_owned(), Value::from("function"));
+        entry.insert("name".to_owned(), Value::from(f.name.clone()));
+        entry.insert("description".to_owned(), opt(&f.description));
+        entry.insert("parameters".to_owned(), f.parameters.clone().unwrap_or(Value::Null));
+        entry.insert("strict".to_owned(), f.strict.map_or(Value::Null, Value::from));
+        entry
+    };
     let mut out = Vec::new();
     for tool in tools {
         match tool {
-            Tool::Function(f) => out.push(LoadedTool::function(f, None)),
+            Tool::Function(f) => out.push(Value::Object(function(f))),
             Tool::Namespace(ns) => {
-                for member in ns.tools {
+                for member in &ns.tools {
                     if let NamespaceMember::Function(f) = member {
-                        out.push(LoadedTool::function(f, Some((&ns.name, ns.description.as_deref()))));
+                        let mut entry = function(f);
+                        let mut namespace = Map::new();
+                        namespace.insert("name".to_owned(), Value::from(ns.name.clone()));
+                        namespace.insert("description".to_owned(), opt(&ns.description));
+                        entry.insert("namespace".to_owned(), Value::Object(namespace));
+                        out.push(Value::Object(entry));
                     }
                 }
             }
-            _ => {
+            Tool::Custom(c) => {
+                let mut entry = Map::new();
+                entry.insert("type".to_owned(), Value::from("custom"));
+                entry.insert("name".to_owned(), Value::from(c.name.clone()));
+                out.push(Value::Object(entry));
+            }
+            Tool::ToolSearch(t) => {
+                let mut entry = Map::new();
+                entry.insert("type".to_owned(), Value::from(TOOL_SEARCH));
+                let execution = t.execution.map(|e| match e {
+                    Execution::Client => "client",
+                    Execution::Server => "server",
+                });
+                entry.insert("execution".to_owned(), execution.map_or(Value::Null, Value::from));
+                entry.insert("description".to_owned(), opt(&t.description));
+                entry.insert("parameters".to_owned(), t.parameters.clone().unwrap_or(Value::Null));
+                out.push(Value::Object(entry));
+            }
+            Tool::WebSearch(w) | Tool::WebSearch20250826(w) => {
+                let kind = if matches!(tool, Tool::WebSearch(_)) { "web_search" } else { "web_search_2025_08_26" };
+                let mut entry = Map::new();
+                entry.insert("type".to_owned(), Value::from(kind));
+                entry.insert("search_context_size".to_owned(), w.search_context_size_json());
+                entry.insert("user_location".to_owned(), w.user_location_json());
+                out.push(Value::Object(entry));
+            }
+            Tool::Unsupported => {
                 return Err(ConversionError::new(format!(
                     "input[{index}]: the enum variant ResponsesTool::Unsupported cannot be serialized"
                 )))
             }
         }
     }
-    Ok(out)
+    Ok(Value::Array(out).to_string())
 }

@@ -7,23 +7,22 @@ use serde_json::{Map, Value};
 
 use crate::thinking::RequestedEffort;
 
-/// The request body. Exactly the 13 fields the reference reads, in its order; every other
+/// The request body (named as the reference names it in shape errors). Exactly the 13 fields the reference reads, in its order; every other
 /// key is ignored.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ResponsesRequest")]
-pub struct Body {
+pub struct ResponsesRequest {
     pub model: String,
     pub input: Option<Input>,
     pub instructions: Option<String>,
-    pub tools: Option<Vec<Tool>>,
+    pub tools: Option<Vec<ResponsesTool>>,
     pub tool_choice: Option<ToolChoice>,
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
     pub max_output_tokens: Option<u32>,
     pub top_logprobs: Option<u8>,
-    pub text: Option<TextConfig>,
+    pub text: Option<ResponsesTextConfig>,
     pub stream: Option<bool>,
-    pub reasoning: Option<ReasoningConfig>,
+    pub reasoning: Option<ResponsesReasoningConfig>,
     pub user: Option<String>,
 }
 
@@ -44,7 +43,9 @@ impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Input::Text(text)),
-            Value::Array(values) => values.into_iter().map(Item::from_value).collect::<Result<_, _>>().map(Input::Items),
+            Value::Array(values) => {
+                values.into_iter().map(Item::from_value).collect::<Result<_, _>>().map(Input::Items)
+            }
             _ => Err(D::Error::custom("input should be a string or a list of input items")),
         }
     }
@@ -84,7 +85,9 @@ pub enum TypedItem {
     CustomToolCallOutput(CustomToolCallOutputItem),
     ToolSearchCall(ToolSearchCallItem),
     ToolSearchOutput(ToolSearchOutputItem),
-    /// `web_search_call`, `item_reference` and every other type: dropped.
+    /// A server-side search the assistant ran: converted like an empty assistant text.
+    WebSearchCall {},
+    /// `item_reference` and every other type: ignored.
     #[serde(other)]
     Other,
 }
@@ -108,7 +111,7 @@ pub struct MessageItem {
 #[derive(Debug, Clone)]
 pub enum MessageContent {
     Text(String),
-    Blocks(Vec<ContentBlock>),
+    Blocks(Vec<ResponsesContentBlock>),
 }
 
 impl<'de> Deserialize<'de> for MessageContent {
@@ -138,8 +141,8 @@ pub struct ImagePart {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename = "ResponsesContentBlock", rename_all = "snake_case")]
-pub enum ContentBlock {
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponsesContentBlock {
     InputText { text: String },
     OutputText { text: String },
     InputImage(ImagePart),
@@ -147,13 +150,13 @@ pub enum ContentBlock {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct ReasoningText {
+pub struct ResponsesReasoningContent {
     pub text: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ReasoningItem {
-    pub content: Option<Vec<ReasoningText>>,
+    pub content: Option<Vec<ResponsesReasoningContent>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -180,7 +183,8 @@ pub struct CustomToolCallItem {
 #[derive(Debug, Clone, Deserialize)]
 pub struct CustomToolCallOutputItem {
     pub call_id: String,
-    pub output: ToolOutput,
+    /// Missing or `null`: an empty output.
+    pub output: Option<ToolOutput>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -192,14 +196,14 @@ pub struct ToolSearchCallItem {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ToolSearchOutputItem {
     pub call_id: String,
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ResponsesTool>,
 }
 
 /// A tool output: a string or a list of output parts.
 #[derive(Debug, Clone)]
 pub enum ToolOutput {
     Text(String),
-    Parts(Vec<OutputPart>),
+    Parts(Vec<ResponsesToolCallOutputItem>),
 }
 
 impl<'de> Deserialize<'de> for ToolOutput {
@@ -213,8 +217,9 @@ impl<'de> Deserialize<'de> for ToolOutput {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename = "ResponsesOutputContentPart", rename_all = "snake_case")]
-pub enum OutputPart {
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the variant names are the wire's type tags
+pub enum ResponsesToolCallOutputItem {
     InputText { text: String },
     InputImage(ImagePart),
     InputFile {},
@@ -222,17 +227,50 @@ pub enum OutputPart {
 
 /// A declared tool.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename = "ResponsesTool", rename_all = "snake_case")]
-pub enum Tool {
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponsesTool {
+    // Variant order matters: serde also accepts a variant's index as the tag.
     Function(FunctionTool),
+    WebSearch(WebSearchTool),
+    #[serde(rename = "web_search_2025_08_26")]
+    WebSearch20250826(WebSearchTool),
     Namespace(NamespaceTool),
     Custom(CustomTool),
     ToolSearch(ToolSearchTool),
-    WebSearch {},
-    #[serde(rename = "web_search_2025_08_26")]
-    WebSearch20250826 {},
     #[serde(other)]
     Unsupported,
+}
+
+/// A web search tool: dropped or refused, only listed back when a tool search loads one.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebSearchTool {
+    pub user_location: Option<ResponsesUserLocation>,
+    pub search_context_size: Option<Verbosity>,
+}
+
+impl WebSearchTool {
+    pub fn search_context_size_json(&self) -> Value {
+        self.search_context_size.map_or(Value::Null, |s| Value::from(s.as_str()))
+    }
+
+    pub fn user_location_json(&self) -> Value {
+        let Some(location) = &self.user_location else { return Value::Null };
+        let field = |v: &Option<String>| v.clone().map_or(Value::Null, Value::from);
+        let mut map = Map::new();
+        map.insert("city".to_owned(), field(&location.city));
+        map.insert("country".to_owned(), field(&location.country));
+        map.insert("region".to_owned(), field(&location.region));
+        map.insert("timezone".to_owned(), field(&location.timezone));
+        Value::Object(map)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResponsesUserLocation {
+    pub city: Option<String>,
+    pub country: Option<String>,
+    pub region: Option<String>,
+    pub timezone: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -241,8 +279,6 @@ pub struct FunctionTool {
     pub description: Option<String>,
     pub parameters: Option<Value>,
     pub strict: Option<bool>,
-    #[allow(dead_code)] // shape-checked only: the reference ignores it
-    pub defer_loading: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -254,14 +290,14 @@ pub struct CustomTool {
 pub struct NamespaceTool {
     pub name: String,
     pub description: Option<String>,
-    pub tools: Vec<NamespaceMember>,
+    pub tools: Vec<ResponsesNamespaceTool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum NamespaceMember {
+pub enum ResponsesNamespaceTool {
     Function(FunctionTool),
-    Custom(CustomTool),
+    Custom { name: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -295,11 +331,15 @@ pub enum ToolChoiceMode {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoiceObject {
-    Function { name: String },
+    Function {
+        name: String,
+    },
     WebSearch {},
     #[serde(rename = "web_search_2025_08_26")]
     WebSearch20250826 {},
-    Custom { name: String },
+    Custom {
+        name: String,
+    },
 }
 
 impl<'de> Deserialize<'de> for ToolChoice {
@@ -326,17 +366,28 @@ pub enum Verbosity {
     High,
 }
 
+impl Verbosity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verbosity::Low => "low",
+            Verbosity::Medium => "medium",
+            Verbosity::High => "high",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ResponsesTextConfig")]
-pub struct TextConfig {
-    pub format: Option<TextFormat>,
+pub struct ResponsesTextConfig {
+    #[serde(default)]
+    pub format: ResponsesTextFormat,
     #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub verbosity: Option<Verbosity>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename = "ResponsesTextFormat", rename_all = "snake_case")]
-pub enum TextFormat {
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponsesTextFormat {
+    #[default]
     Text,
     JsonSchema(JsonSchemaFormat),
     JsonObject,
@@ -361,9 +412,17 @@ pub enum ReasoningSummary {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename = "ResponsesReasoningConfig")]
-pub struct ReasoningConfig {
+pub struct ResponsesReasoningConfig {
     pub effort: Option<RequestedEffort>,
     #[allow(dead_code)] // shape-checked only: the reference ignores it
     pub summary: Option<ReasoningSummary>,
+    #[allow(dead_code)] // shape-checked only: the deprecated spelling of `summary`
+    pub generate_summary: Option<ReasoningSummary>,
 }
+
+// Short names for the converting modules; the long ones are what shape errors print.
+pub use ResponsesContentBlock as ContentBlock;
+pub use ResponsesNamespaceTool as NamespaceMember;
+pub use ResponsesTextFormat as TextFormat;
+pub use ResponsesTool as Tool;
+pub use ResponsesToolCallOutputItem as OutputPart;

@@ -3,24 +3,35 @@
 //!
 //! 1. `$schema` at the top picks the draft. Draft 2020-12 (the default) is checked; an
 //!    older draft the reference knows is accepted unchecked; anything else is an error.
-//! 2. The schema is checked against the 2020-12 meta-schema. The meta-schema is a list of
+//! 2. The schema is checked against the 2020-12 meta-schema (formats not asserted). The meta-schema is a list of
 //!    vocabularies; each vocabulary checks the keys it owns in the order the request wrote
 //!    them, and vocabularies run in a fixed order (`GROUPS`). Only the keys whose violations
 //!    the reference reports are modelled; every other key is accepted as is.
-//! 3. References are resolved as the validator compiles: `$id` values must be URI
-//!    references, and each `$ref` / `$dynamicRef` reachable from the root (followed through
-//!    its target) must parse and point at something in this document.
+//! 3. `$id` values must be URI references.
+//! 4. The schema is compiled: `pattern`s and `patternProperties` names must be regexes, and
+//!    each `$ref` / `$dynamicRef` reachable from the root (followed through its target)
+//!    must parse and point at something in this document.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::uri;
+
 /// Check a non-strict schema; the error is the bare message the reference reports.
 pub fn validate(root: &Value) -> Result<(), String> {
-    if !uses_latest_draft(root)? {
+    let draft = detect_draft(root);
+    if draft == Draft::Older {
         return Ok(());
     }
     check_schema(root)?;
     check_ids(root)?;
-    RefWalker::new(root).walk(root, "")
+    if let (Draft::Unknown, Some(Value::String(uri))) = (draft, root.get("$schema")) {
+        return Err(format!(
+            "Unknown meta-schema: '{uri}'. Custom meta-schemas must be registered in the registry before use"
+        ));
+    }
+    Compiler::new(root).compile(root)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -40,20 +51,51 @@ fn meta_schema_address(uri: &str) -> &str {
     uri.strip_prefix("https://").or_else(|| uri.strip_prefix("http://")).unwrap_or(uri)
 }
 
-fn uses_latest_draft(root: &Value) -> Result<bool, String> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Draft {
+    /// 2020-12: no `$schema`, or one naming it.
+    Latest,
+    /// A draft the reference knows but this crate does not model: accepted unchecked.
+    Older,
+    /// Any other `$schema`: checked as 2020-12, then rejected when compiling.
+    Unknown,
+}
+
+fn detect_draft(root: &Value) -> Draft {
     let Some(Value::String(uri)) = root.get("$schema") else {
-        return Ok(true);
+        return Draft::Latest;
     };
     let address = meta_schema_address(uri);
     if DRAFT_2020_12.contains(&address) {
-        Ok(true)
+        Draft::Latest
     } else if OLDER_DRAFTS.contains(&address) {
-        Ok(false)
+        Draft::Older
     } else {
-        Err(format!(
-            "Unknown meta-schema: '{uri}'. Custom meta-schemas must be registered in the registry before use"
-        ))
+        Draft::Unknown
     }
+}
+
+/// Documents the reference's registry holds: the 2020-12 meta-schema and its vocabularies.
+fn in_registry(absolute: &str) -> bool {
+    const VOCABULARIES: [&str; 7] =
+        ["core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "content"];
+    let Some(rest) = absolute.strip_prefix("https://json-schema.org/draft/2020-12/") else {
+        return false;
+    };
+    rest == "schema" || rest.strip_prefix("meta/").is_some_and(|v| VOCABULARIES.contains(&v))
+}
+
+/// Addresses under a known draft's prefix are never fetched, with a message of their own.
+fn under_known_draft(absolute: &str) -> bool {
+    [
+        "https://json-schema.org/draft/2020-12/",
+        "https://json-schema.org/draft/2019-09/",
+        "http://json-schema.org/draft-07/",
+        "http://json-schema.org/draft-06/",
+        "http://json-schema.org/draft-04/",
+    ]
+    .iter()
+    .any(|prefix| absolute.starts_with(prefix))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -68,8 +110,6 @@ enum Rule {
     SchemaMap,
     /// A non-empty array of schemas (`allOf`, `prefixItems`, …).
     SchemaArray,
-    /// `patternProperties`: a schema map whose names are regular expressions.
-    PatternProperties,
     /// `dependencies`: each value a schema or a string array.
     Dependencies,
     Str,
@@ -81,7 +121,6 @@ enum Rule {
     Number,
     MultipleOf,
     NonNegativeInteger,
-    Pattern,
     Boolean,
     StringArray,
     DependentRequired,
@@ -119,7 +158,7 @@ const GROUPS: [Group; 8] = [
         ("contains", Rule::Schema),
         ("additionalProperties", Rule::Schema),
         ("properties", Rule::SchemaMap),
-        ("patternProperties", Rule::PatternProperties),
+        ("patternProperties", Rule::SchemaMap),
         ("dependentSchemas", Rule::SchemaMap),
         ("propertyNames", Rule::Schema),
         ("if", Rule::Schema),
@@ -143,7 +182,7 @@ const GROUPS: [Group; 8] = [
         ("exclusiveMinimum", Rule::Number),
         ("maxLength", Rule::NonNegativeInteger),
         ("minLength", Rule::NonNegativeInteger),
-        ("pattern", Rule::Pattern),
+        ("pattern", Rule::Str),
         ("maxItems", Rule::NonNegativeInteger),
         ("minItems", Rule::NonNegativeInteger),
         ("uniqueItems", Rule::Boolean),
@@ -200,15 +239,6 @@ fn check_rule(rule: Rule, v: &Value) -> Result<(), String> {
             }
             items.iter().try_for_each(check_schema)
         }
-        Rule::PatternProperties => {
-            let map = object(v)?;
-            map.values().try_for_each(check_schema)?;
-            match map.iter().find(|(name, _)| !is_valid_regex(name)) {
-                // The reference names the schema, not the offending name.
-                Some((_, schema)) => Err(format!("{} is not a \"regex\"", compact(schema))),
-                None => Ok(()),
-            }
-        }
         Rule::Dependencies => {
             for dependency in object(v)?.values() {
                 if check_schema(dependency).is_err() && !is_string_array(dependency) {
@@ -234,12 +264,6 @@ fn check_rule(rule: Rule, v: &Value) -> Result<(), String> {
             }
             if number(v)? < 0.0 {
                 return Err(format!("{} is less than the minimum of 0", compact(v)));
-            }
-            Ok(())
-        }
-        Rule::Pattern => {
-            if !is_valid_regex(string(v)?) {
-                return Err(format!("{} is not a \"regex\"", compact(v)));
             }
             Ok(())
         }
@@ -339,6 +363,11 @@ fn json_equal(a: &Value, b: &Value) -> bool {
 }
 
 fn all_unique(items: &[Value]) -> bool {
+    // Strings (the common case: `required`, `type`) by hashing; anything else pairwise.
+    if let Some(strings) = items.iter().map(Value::as_str).collect::<Option<Vec<_>>>() {
+        let mut seen = HashSet::with_capacity(strings.len());
+        return strings.into_iter().all(|s| seen.insert(s));
+    }
     items.iter().enumerate().all(|(i, a)| items.iter().skip(i + 1).all(|b| !json_equal(a, b)))
 }
 
@@ -359,21 +388,43 @@ fn not_any_of(v: &Value) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Regular expressions (`format: "regex"`)
+// Regular expressions (`pattern`, `patternProperties` names)
 
-/// Whether `pattern` is a regular expression the reference's regex engine compiles. This is
-/// a syntax check only: groups and classes must close, quantifiers need something to
-/// repeat and a well-formed `{n,m}`, escapes must be known.
+/// Whether the reference's regex engine (a backtracking engine with Rust `regex` syntax)
+/// compiles `pattern`. A syntax check only: groups and classes must close, a quantifier
+/// needs something repeatable before it (not a lookaround) and a well-formed `{n,m}`,
+/// escapes must be known, group names unique, back-references must name existing groups.
 pub(crate) fn is_valid_regex(pattern: &str) -> bool {
     let chars: Vec<char> = pattern.chars().collect();
-    let mut parser = RegexSyntax { chars: &chars, pos: 0, depth: 0 };
-    parser.alternation() && parser.pos == chars.len()
+    let mut parser = RegexSyntax { chars: &chars, pos: 0, depth: 0, lookarounds: 0, groups: 0, names: Vec::new(), max_backref: 0 };
+    parser.alternation() && parser.pos == chars.len() && parser.max_backref <= parser.groups
 }
 
 struct RegexSyntax<'a> {
     chars: &'a [char],
     pos: usize,
     depth: usize,
+    /// How many lookarounds enclose the current position.
+    lookarounds: usize,
+    /// Capture groups seen (numbered and named).
+    groups: usize,
+    names: Vec<String>,
+    /// The highest `\N` back-reference seen.
+    max_backref: usize,
+}
+
+const MAX_REGEX_NESTING: usize = 63;
+
+/// What a regex sequence ended with so far.
+#[derive(Clone, Copy)]
+enum Last {
+    /// Nothing a quantifier can apply to (start, `|`, `(`, or a lookaround).
+    Nothing,
+    Atom,
+    /// `*`, `+`, `?` or `{n,m}` applied.
+    Quantified,
+    /// A lazy `?` or possessive `+` after a quantifier.
+    Modified,
 }
 
 impl RegexSyntax<'_> {
@@ -414,27 +465,32 @@ impl RegexSyntax<'_> {
             last = match (c, last) {
                 ('|', _) => return true,
                 (')', _) => return self.depth > 0,
-                ('*' | '+' | '?', Last::Atom) => Last::Quantified,
-                // One lazy `?` or possessive `+` may follow a quantifier.
-                ('+' | '?', Last::Quantified) => Last::Modified,
-                ('*' | '+' | '?', _) => return false,
-                ('{', Last::Nothing) => return false,
+                ('*' | '+' | '?', Last::Atom) => {
+                    self.pos += 1;
+                    Last::Quantified
+                }
+                ('+' | '?', Last::Quantified) => {
+                    self.pos += 1;
+                    Last::Modified
+                }
+                // Inside a lookaround the engine reads a `{` with nothing before it literally.
+                ('{', Last::Nothing) if self.lookarounds > 0 => {
+                    self.pos += 1;
+                    Last::Atom
+                }
+                ('*' | '+' | '?', _) | ('{', Last::Nothing) => return false,
                 ('{', _) => {
                     if !self.counted_repetition() {
                         return false;
                     }
                     Last::Quantified
                 }
-                _ => {
-                    if !self.atom() {
-                        return false;
-                    }
-                    Last::Atom
-                }
+                _ => match self.atom() {
+                    Some(true) => Last::Atom,
+                    Some(false) => Last::Nothing,
+                    None => return false,
+                },
             };
-            if matches!(last, Last::Quantified | Last::Modified) && c != '{' {
-                self.pos += 1;
-            }
         }
         true
     }
@@ -469,92 +525,106 @@ impl RegexSyntax<'_> {
         (self.pos > start).then_some(value)
     }
 
-    fn atom(&mut self) -> bool {
-        match self.bump() {
-            Some('(') => self.group(),
-            Some('[') => self.class(),
-            Some('\\') => self.escape(false),
-            Some(_) => true,
-            None => false,
+    /// One atom: `Some(repeatable)`, or `None` when it is malformed.
+    fn atom(&mut self) -> Option<bool> {
+        match self.bump()? {
+            '(' => self.group(),
+            '[' => self.class().then_some(true),
+            '\\' => self.escape().then_some(true),
+            _ => Some(true),
         }
     }
 
-    fn group(&mut self) -> bool {
+    fn group(&mut self) -> Option<bool> {
+        // The engine refuses deeper nesting; the limit also bounds this parser's stack.
+        if self.depth >= MAX_REGEX_NESTING {
+            return None;
+        }
+        let mut repeatable = true;
         if self.eat('?') {
-            match self.bump() {
-                Some(':' | '=' | '!') => {}
-                Some('<') => {
-                    if !(self.eat('=') || self.eat('!')) && !self.group_name() {
-                        return false;
-                    }
-                }
-                Some('P') => {
-                    if !(self.eat('<') && self.group_name()) {
-                        return false;
-                    }
-                }
-                Some(c) if is_flag(c) => {
+            match self.bump()? {
+                ':' => {}
+                '=' | '!' => repeatable = false,
+                '<' if self.eat('=') || self.eat('!') => repeatable = false,
+                '<' => self.group_name().then_some(())?,
+                'P' => (self.eat('<') && self.group_name()).then_some(())?,
+                c if is_flag(c) => {
                     while self.peek().is_some_and(is_flag) {
                         self.pos += 1;
                     }
                     if self.eat(')') {
-                        return true;
+                        return Some(false);
                     }
-                    if !self.eat(':') {
-                        return false;
-                    }
+                    self.eat(':').then_some(())?;
                 }
-                _ => return false,
+                _ => return None,
             }
+        } else {
+            self.groups += 1;
         }
+        let lookaround = usize::from(!repeatable);
         self.depth += 1;
+        self.lookarounds += lookaround;
         let ok = self.alternation() && self.eat(')');
         self.depth -= 1;
-        ok
+        self.lookarounds -= lookaround;
+        ok.then_some(repeatable)
     }
 
+    /// `name>` of a named group: a letter or `_` first, unique in the pattern.
     fn group_name(&mut self) -> bool {
         let start = self.pos;
+        if !self.peek().is_some_and(|c| c.is_alphabetic() || c == '_') {
+            return false;
+        }
         while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
             self.pos += 1;
         }
-        self.pos > start && self.eat('>')
+        let name: String = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
+        if !self.eat('>') || self.names.contains(&name) {
+            return false;
+        }
+        self.names.push(name);
+        self.groups += 1;
+        true
     }
 
     fn class(&mut self) -> bool {
         self.eat('^');
         // A `]` right at the start is a literal.
         let mut first = true;
-        let mut previous: Option<char> = None;
+        // The last item, when it can start a range.
+        let mut previous = ClassItem::Set;
         loop {
             let Some(c) = self.bump() else {
                 return false;
             };
-            match c {
+            let item = match c {
                 ']' if !first => return true,
-                '\\' => {
-                    let escaped = self.peek();
-                    if !self.escape(true) {
-                        return false;
-                    }
-                    previous = escaped.filter(|e| !e.is_ascii_alphanumeric());
-                }
-                '-' if previous.is_some() && self.peek().is_some_and(|n| n != ']') => {
-                    let Some(end) = self.bump() else {
-                        return false;
+                '\\' => match self.class_escape() {
+                    Some(item) => item,
+                    None => return false,
+                },
+                '-' if self.peek().is_some_and(|n| n != ']') && !first && previous != ClassItem::RangeDone => {
+                    let start = match previous {
+                        ClassItem::Char(start) => Some(start),
+                        ClassItem::Code => None,
+                        // `[\d-z]`: a set cannot start a range.
+                        ClassItem::Set | ClassItem::RangeDone => return false,
                     };
-                    let end = if end == '\\' {
-                        match self.bump() {
-                            Some(e) if !e.is_ascii_alphanumeric() => e,
+                    let end = match self.bump() {
+                        Some('\\') => match self.class_escape() {
+                            Some(ClassItem::Char(e)) => Some(e),
+                            Some(ClassItem::Code) => None,
                             _ => return false,
-                        }
-                    } else {
-                        end
+                        },
+                        Some(e) => Some(e),
+                        None => return false,
                     };
-                    if previous.is_some_and(|start| start > end) {
+                    if start.zip(end).is_some_and(|(start, end)| start > end) {
                         return false;
                     }
-                    previous = None;
+                    ClassItem::RangeDone
                 }
                 '[' if self.peek() == Some(':') => {
                     // POSIX class `[:alpha:]`.
@@ -563,47 +633,85 @@ impl RegexSyntax<'_> {
                             break;
                         }
                     }
-                    previous = None;
+                    ClassItem::Set
                 }
-                other => previous = Some(other),
+                other => ClassItem::Char(other),
+            };
+            if matches!(item, ClassItem::Set) && self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|n| *n != ']') {
+                return false;
             }
+            previous = item;
             first = false;
         }
     }
 
-    fn escape(&mut self, in_class: bool) -> bool {
+    /// An escape inside a class; `None` when malformed.
+    fn class_escape(&mut self) -> Option<ClassItem> {
+        let c = self.bump()?;
+        match c {
+            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'p' | 'P' => {
+                self.pos -= 1;
+                self.escape().then_some(ClassItem::Set)
+            }
+            'n' => Some(ClassItem::Char('\n')),
+            'r' => Some(ClassItem::Char('\r')),
+            't' => Some(ClassItem::Char('\t')),
+            'f' => Some(ClassItem::Char('\u{c}')),
+            'v' => Some(ClassItem::Char('\u{b}')),
+            'a' => Some(ClassItem::Char('\u{7}')),
+            'x' | 'u' | 'U' | 'c' => {
+                self.pos -= 1;
+                self.escape().then_some(ClassItem::Code)
+            }
+            other if other.is_ascii() && !other.is_ascii_alphanumeric() => Some(ClassItem::Char(other)),
+            _ => None,
+        }
+    }
+
+    /// An escape outside a class (the backslash already read).
+    fn escape(&mut self) -> bool {
         let Some(c) = self.bump() else {
             return false;
         };
         match c {
-            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'n' | 'r' | 't' | 'f' | 'v' | 'a' | 'e' | '0' => true,
-            'b' | 'B' | 'A' | 'z' | 'Z' | 'G' | 'K' => !in_class || c == 'b',
+            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'n' | 'r' | 't' | 'f' | 'v' | 'b' | 'B' | 'A' | 'z' => true,
             '1'..='9' => {
-                while self.peek().is_some_and(|d| d.is_ascii_digit()) {
+                let mut number = c.to_digit(10).map_or(0, |d| d as usize);
+                while let Some(d) = self.peek().and_then(|d| d.to_digit(10)) {
+                    number = number.saturating_mul(10).saturating_add(d as usize);
                     self.pos += 1;
                 }
+                self.max_backref = self.max_backref.max(number);
                 true
             }
             'x' => self.hex_escape(2),
             'u' => self.hex_escape(4),
+            'U' => self.hex_escape(8),
             'c' => self.bump().is_some_and(|l| l.is_ascii_alphabetic()),
             'p' | 'P' => {
-                if self.eat('{') {
+                let name: String = if self.eat('{') {
                     let start = self.pos;
                     while self.peek().is_some_and(|n| n != '}') {
                         self.pos += 1;
                     }
-                    self.pos > start && self.eat('}')
+                    let name = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
+                    if !self.eat('}') {
+                        return false;
+                    }
+                    name
                 } else {
-                    self.bump().is_some_and(|l| l.is_ascii_alphabetic())
-                }
+                    match self.bump() {
+                        Some(letter) => letter.to_string(),
+                        None => return false,
+                    }
+                };
+                is_unicode_property(&name)
             }
-            'k' => self.eat('<') && self.group_name(),
-            other => !other.is_ascii_alphanumeric(),
+            other => other.is_ascii() && !other.is_ascii_alphanumeric(),
         }
     }
 
-    /// `\xhh`, `\uhhhh`, or the braced forms `\x{…}` / `\u{…}`.
+    /// `\xhh`, `\uhhhh`, `\Uhhhhhhhh`, or the braced forms `\x{…}` / `\u{…}`.
     fn hex_escape(&mut self, width: usize) -> bool {
         if self.eat('{') {
             let start = self.pos;
@@ -622,91 +730,52 @@ impl RegexSyntax<'_> {
     }
 }
 
-/// What the regex sequence ended with so far.
-#[derive(Clone, Copy)]
-enum Last {
-    Nothing,
-    Atom,
-    Quantified,
-    Modified,
+/// One item of a bracket class.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClassItem {
+    Char(char),
+    /// A character given by code (`\x41`, `\u0041`, `\cA`), not worked out here.
+    Code,
+    /// A set: `\d`, `\p{L}`, `[:alpha:]`.
+    Set,
+    /// A range just ended; a `-` now is a literal or a set operation.
+    RangeDone,
 }
 
 fn is_flag(c: char) -> bool {
-    matches!(c, 'i' | 'm' | 's' | 'x' | 'U' | 'u' | '-')
+    matches!(c, 'i' | 'm' | 's' | 'x' | 'U' | 'u' | 'R' | '-')
+}
+
+/// Unicode property names accepted in `\p{…}`: general categories (short and long),
+/// common scripts and binary properties; `Name=Value` forms for categories and scripts.
+fn is_unicode_property(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "L", "Lu", "Ll", "Lt", "Lm", "Lo", "LC", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No", "P", "Pc", "Pd",
+        "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf", "Cs",
+        "Co", "Cn", "Letter", "Uppercase_Letter", "Lowercase_Letter", "Titlecase_Letter", "Cased_Letter",
+        "Modifier_Letter", "Other_Letter", "Mark", "Nonspacing_Mark", "Spacing_Mark", "Enclosing_Mark", "Number",
+        "Decimal_Number", "Letter_Number", "Other_Number", "Punctuation", "Connector_Punctuation",
+        "Dash_Punctuation", "Open_Punctuation", "Close_Punctuation", "Initial_Punctuation", "Final_Punctuation",
+        "Other_Punctuation", "Symbol", "Math_Symbol", "Currency_Symbol", "Modifier_Symbol", "Other_Symbol",
+        "Separator", "Space_Separator", "Line_Separator", "Paragraph_Separator", "Other", "Control", "Format",
+        "Surrogate", "Private_Use", "Unassigned", "Any", "ASCII", "Assigned", "Alphabetic", "Alpha", "Lowercase",
+        "Uppercase", "White_Space", "Whitespace", "Emoji", "Emoji_Presentation", "Extended_Pictographic",
+        "Digit", "Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana", "Devanagari",
+        "Bengali", "Gurmukhi", "Gujarati", "Tamil", "Telugu", "Kannada", "Malayalam", "Thai", "Lao", "Tibetan",
+        "Myanmar", "Georgian", "Hangul", "Ethiopic", "Cherokee", "Khmer", "Mongolian", "Hiragana", "Katakana",
+        "Bopomofo", "Han", "Yi", "Common", "Inherited", "Sinhala", "Latn", "Grek", "Cyrl", "Hani", "Hira", "Kana",
+        "Arab", "Hebr", "Zyyy",
+    ];
+    let value = name.split_once('=').map_or(name, |(_, v)| v);
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(value.trim()))
 }
 
 // ---------------------------------------------------------------------------------------
 // References
 
-/// Every `$id` in the document must be a URI reference.
-fn check_ids(value: &Value) -> Result<(), String> {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(id)) = map.get("$id") {
-                check_uri_reference(id)?;
-            }
-            for (key, v) in map {
-                if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
-                    check_ids(v)?;
-                }
-            }
-            Ok(())
-        }
-        Value::Array(items) => items.iter().try_for_each(check_ids),
-        _ => Ok(()),
-    }
-}
-
-/// RFC 3986 URI-reference syntax, reported as the reference does.
-fn check_uri_reference(uri: &str) -> Result<(), String> {
-    let invalid = |reason: &str, index: usize| Err(format!("Invalid URI reference '{uri}': {reason} at index {index}"));
-    let bytes = uri.as_bytes();
-    if let Some(colon) = uri.find(':') {
-        let before_path = uri.find(['/', '?', '#']).is_none_or(|i| colon < i);
-        if before_path {
-            let scheme = &bytes[..colon];
-            let valid_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
-                && scheme.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-            if !valid_scheme {
-                return invalid("unexpected character", 0);
-            }
-        }
-    }
-    let mut seen_fragment = false;
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b'%' => {
-                let hex = |k: usize| bytes.get(k).is_some_and(u8::is_ascii_hexdigit);
-                if !(hex(i + 1) && hex(i + 2)) {
-                    return invalid("invalid percent-encoded octet", i);
-                }
-                i += 3;
-                continue;
-            }
-            b'#' if !seen_fragment => seen_fragment = true,
-            b if b.is_ascii_alphanumeric() => {}
-            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'[' | b']' | b'@' | b'!' | b'$' | b'&' | b'\''
-            | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
-            _ => return invalid("unexpected character", i),
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
-/// Compiles the reachable part of a schema the way the reference does, only to find the
-/// references it cannot resolve.
-struct RefWalker<'a> {
-    root: &'a Value,
-    /// The absolute `$id` of the root, when it has one.
-    base: Option<&'a str>,
-    /// JSON pointers of reference targets already walked (cycles are fine).
-    visited: Vec<String>,
-}
-
-/// Keywords whose value is one subschema.
-const SUBSCHEMA_KEYS: [&str; 12] = [
+/// Keywords whose value is one subschema, an object of subschemas, or an array of them:
+/// where the validator looks for `$id` and anchors.
+const ONE_SUBSCHEMA: [&str; 13] = [
     "items",
     "contains",
     "additionalProperties",
@@ -719,78 +788,159 @@ const SUBSCHEMA_KEYS: [&str; 12] = [
     "unevaluatedProperties",
     "contentSchema",
     "additionalItems",
+    "$recursiveRef",
 ];
-/// Keywords whose value is an object of subschemas.
-const SUBSCHEMA_MAP_KEYS: [&str; 4] = ["properties", "patternProperties", "dependentSchemas", "dependencies"];
-/// Keywords whose value is an array of subschemas.
-const SUBSCHEMA_LIST_KEYS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
+const SUBSCHEMA_MAPS: [&str; 6] = ["properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions"];
+const SUBSCHEMA_LISTS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
 
-impl<'a> RefWalker<'a> {
+/// The direct subschemas of a schema object, in key order.
+fn subschemas(map: &Map<String, Value>) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for (key, v) in map {
+        let key = key.as_str();
+        if ONE_SUBSCHEMA.contains(&key) {
+            out.push(v);
+        } else if SUBSCHEMA_MAPS.contains(&key) {
+            out.extend(v.as_object().into_iter().flat_map(|m| m.values()));
+        } else if SUBSCHEMA_LISTS.contains(&key) {
+            out.extend(v.as_array().into_iter().flatten());
+        }
+    }
+    out
+}
+
+/// Every `$id` in a subschema position must be a URI reference.
+fn check_ids(value: &Value) -> Result<(), String> {
+    let Value::Object(map) = value else {
+        return Ok(());
+    };
+    if let Some(Value::String(id)) = map.get("$id") {
+        uri::check_reference(id)?;
+    }
+    subschemas(map).into_iter().try_for_each(check_ids)
+}
+
+/// Compiles the reachable part of a schema the way the reference does, only to find what
+/// fails to compile: `pattern` and `patternProperties` names that are not regexes, and
+/// references that do not resolve. Keywords are compiled in key order; `$defs` only
+/// through a reference; `if` (with `then`/`else`) only when `then` or `else` is present.
+struct Compiler<'a> {
+    root: &'a Value,
+    /// The absolute `$id` of the root, when it has one.
+    base: Option<&'a str>,
+    /// Reference targets already compiled (cycles are fine).
+    visited: HashSet<String>,
+    /// How many references deep the walk is; chains longer than [`MAX_REF_DEPTH`] are not
+    /// followed further (bounded stack on hostile input).
+    ref_depth: usize,
+}
+
+const MAX_REF_DEPTH: usize = 64;
+
+/// Keywords compiled as one subschema.
+const COMPILED_ONE: [&str; 8] = [
+    "items",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "not",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "$recursiveRef",
+];
+/// Keywords compiled as an object of subschemas (`patternProperties` handled apart).
+const COMPILED_MAPS: [&str; 3] = ["properties", "dependentSchemas", "dependencies"];
+
+impl<'a> Compiler<'a> {
     fn new(root: &'a Value) -> Self {
         let base = root
             .get("$id")
             .and_then(Value::as_str)
             .map(|id| id.split('#').next().unwrap_or(id))
-            .filter(|id| has_scheme(id));
-        Self { root, base, visited: Vec::new() }
+            .filter(|id| uri::has_scheme(id));
+        Self { root, base, visited: HashSet::new(), ref_depth: 0 }
     }
 
-    fn walk(&mut self, schema: &'a Value, pointer: &str) -> Result<(), String> {
+    fn compile(&mut self, schema: &'a Value) -> Result<(), String> {
         let Some(map) = schema.as_object() else {
             return Ok(());
         };
         for (key, v) in map {
-            let key = key.as_str();
-            if key == "$ref" || key == "$dynamicRef" {
-                if let Value::String(reference) = v {
-                    self.resolve(reference)?;
-                }
-            } else if SUBSCHEMA_KEYS.contains(&key) {
-                self.walk(v, &format!("{pointer}/{}", escape_pointer(key)))?;
-            } else if SUBSCHEMA_MAP_KEYS.contains(&key) {
-                if let Value::Object(children) = v {
-                    for (name, child) in children {
-                        self.walk(child, &format!("{pointer}/{key}/{}", escape_pointer(name)))?;
+            match key.as_str() {
+                "$ref" | "$dynamicRef" => {
+                    if let Value::String(reference) = v {
+                        self.resolve(reference)?;
                     }
                 }
-            } else if SUBSCHEMA_LIST_KEYS.contains(&key) {
-                if let Value::Array(children) = v {
-                    for (i, child) in children.iter().enumerate() {
-                        self.walk(child, &format!("{pointer}/{key}/{i}"))?;
+                "pattern" => {
+                    if let Value::String(pattern) = v {
+                        if !is_valid_regex(pattern) {
+                            return Err(format!("{} is not a \"regex\"", compact(v)));
+                        }
                     }
                 }
+                "patternProperties" => {
+                    for (name, sub) in v.as_object().into_iter().flatten() {
+                        if !is_valid_regex(name) {
+                            // The reference names the subschema, not the offending name.
+                            return Err(format!("{} is not a \"regex\"", compact(sub)));
+                        }
+                        self.compile(sub)?;
+                    }
+                }
+                "if" if map.contains_key("then") || map.contains_key("else") => {
+                    self.compile(v)?;
+                    for branch in ["then", "else"] {
+                        if let Some(b) = map.get(branch) {
+                            self.compile(b)?;
+                        }
+                    }
+                }
+                k if COMPILED_ONE.contains(&k) => self.compile(v)?,
+                k if COMPILED_MAPS.contains(&k) => {
+                    for sub in v.as_object().into_iter().flat_map(|m| m.values()) {
+                        self.compile(sub)?;
+                    }
+                }
+                k if SUBSCHEMA_LISTS.contains(&k) => {
+                    for sub in v.as_array().into_iter().flatten() {
+                        self.compile(sub)?;
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
     }
 
     fn resolve(&mut self, reference: &str) -> Result<(), String> {
-        check_uri_reference(reference)?;
-        let (resource, fragment) = match reference.split_once('#') {
-            Some((resource, fragment)) => (resource, fragment),
-            None => (reference, ""),
-        };
+        uri::check_reference(reference)?;
+        let (resource, fragment) = reference.split_once('#').unwrap_or((reference, ""));
         if !resource.is_empty() {
             let absolute = match self.base {
-                _ if has_scheme(resource) => resource.to_owned(),
-                Some(base) => join(base, resource),
+                _ if uri::has_scheme(resource) => uri::normalize(resource),
+                Some(base) => uri::resolve(base, resource),
                 None => {
                     return Err(format!(
-                        "Resource '{resource}' is not present in a registry and retrieving it failed: No base URI is available"
+                        "Resource '{reference}' is not present in a registry and retrieving it failed: No base URI is available"
                     ))
                 }
             };
-            if self.base != Some(absolute.as_str()) {
-                let address = meta_schema_address(&absolute);
-                if DRAFT_2020_12.contains(&address) || OLDER_DRAFTS.contains(&address) || address.starts_with("json-schema.org/draft/2020-12/meta/") {
+            if self.base.map(uri::normalize).as_deref() != Some(absolute.as_str()) {
+                if in_registry(&absolute) {
                     return Ok(());
                 }
+                let why = if under_known_draft(&absolute) {
+                    "Retrieving external resources is not supported once the registry is populated".to_owned()
+                } else {
+                    format!("Retrieval is disabled, cannot fetch {absolute}")
+                };
                 return Err(format!(
-                    "Resource '{absolute}' is not present in a registry and retrieving it failed: Retrieval is disabled, cannot fetch {absolute}"
+                    "Resource '{absolute}' is not present in a registry and retrieving it failed: {why}"
                 ));
             }
         }
-        let (target, pointer) = if fragment.is_empty() || fragment.starts_with('/') {
+        let (target, key) = if fragment.is_empty() || fragment.starts_with('/') {
             let target = lookup_pointer(self.root, fragment).ok_or_else(|| format!("Pointer '{fragment}' does not exist"))?;
             (target, fragment.to_owned())
         } else {
@@ -800,39 +950,15 @@ impl<'a> RefWalker<'a> {
         if !matches!(target, Value::Object(_) | Value::Bool(_)) {
             return Err(not_a_schema(target));
         }
-        if self.visited.contains(&pointer) {
+        if self.visited.contains(&key) || self.ref_depth >= MAX_REF_DEPTH {
             return Ok(());
         }
-        self.visited.push(pointer.clone());
-        self.walk(target, &pointer)
+        self.visited.insert(key);
+        self.ref_depth += 1;
+        let compiled = self.compile(target);
+        self.ref_depth -= 1;
+        compiled
     }
-}
-
-fn has_scheme(uri: &str) -> bool {
-    match uri.find(':') {
-        Some(colon) => uri.find(['/', '?', '#']).is_none_or(|i| colon < i) && colon > 0,
-        None => false,
-    }
-}
-
-/// Resolve a relative reference against an absolute base (path merge only).
-fn join(base: &str, relative: &str) -> String {
-    if relative.starts_with('/') {
-        // Keep scheme and authority.
-        if let Some(start) = base.find("://") {
-            let authority_end = base[start + 3..].find('/').map_or(base.len(), |i| start + 3 + i);
-            return format!("{}{relative}", &base[..authority_end]);
-        }
-        return relative.to_owned();
-    }
-    match base.rfind('/') {
-        Some(i) => format!("{}{relative}", &base[..=i]),
-        None => relative.to_owned(),
-    }
-}
-
-fn escape_pointer(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 /// A JSON pointer from a URI fragment: percent-decoded, then `~1` / `~0` unescaped.
@@ -871,17 +997,10 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 fn find_anchor<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
-    match value {
-        Value::Object(map) => {
-            let named = |key: &str| map.get(key).and_then(Value::as_str) == Some(name);
-            if named("$anchor") || named("$dynamicAnchor") {
-                return Some(value);
-            }
-            map.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "enum" | "const" | "default" | "examples"))
-                .find_map(|(_, v)| find_anchor(v, name))
-        }
-        Value::Array(items) => items.iter().find_map(|v| find_anchor(v, name)),
-        _ => None,
+    let map = value.as_object()?;
+    let named = |key: &str| map.get(key).and_then(Value::as_str) == Some(name);
+    if named("$anchor") || named("$dynamicAnchor") {
+        return Some(value);
     }
+    subschemas(map).into_iter().find_map(|v| find_anchor(v, name))
 }

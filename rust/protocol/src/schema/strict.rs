@@ -9,6 +9,8 @@
 //! are not in the model, so they vanish) and is written as `{"type":"object","properties":
 //! {"a":{"type":"string"}},"additionalProperties":false,"required":["a"]}`.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Number, Value};
 
 use super::unexpected;
@@ -52,7 +54,8 @@ const SCHEMA_TYPES: [&str; 7] = ["object", "string", "number", "integer", "boole
 const PRIMITIVE_TYPES: [&str; 5] = ["string", "number", "integer", "boolean", "null"];
 const STRING_FORMATS: [&str; 5] = ["email", "hostname", "ipv4", "ipv6", "uuid"];
 /// Numeric keywords kept on `number` and `integer` nodes, in output order.
-const NUMERIC_KEYS: [&str; 6] = ["default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+const NUMERIC_KEYS: [&str; 7] =
+    ["const", "default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
 
 /// Normalize a strict schema, or return the reference's error message.
 pub fn normalize(schema: &Value, usage: SchemaUse) -> Result<Value, String> {
@@ -85,7 +88,7 @@ enum Node {
         enumeration: Option<Vec<String>>,
     },
     /// `number` (JSON numbers kept as written) or `integer` (values are i64).
-    Numeric { type_name: &'static str, description: Option<String>, limits: [Option<Number>; 6] },
+    Numeric { type_name: &'static str, description: Option<String>, limits: [Option<Number>; 7] },
     /// `boolean` or `null`.
     Plain { type_name: &'static str, description: Option<String> },
     Array { items: Box<Node>, description: Option<String> },
@@ -198,7 +201,7 @@ fn read_typed(value: &Value) -> Result<Node, String> {
         "number" | "integer" => {
             let integer = tag == "integer";
             let mut description = None;
-            let mut limits: [Option<Number>; 6] = Default::default();
+            let mut limits: [Option<Number>; 7] = Default::default();
             for (key, v) in fields {
                 if key == "description" {
                     description = opt_string(v)?;
@@ -236,7 +239,7 @@ fn read_typed(value: &Value) -> Result<Node, String> {
 /// does that, so only the reference's error for the short form is reproduced.
 fn sequence_form_error(items: &[Value]) -> String {
     let Some(first) = items.first() else {
-        return format!("invalid length 0, expected internally tagged enum {TYPED_ENUM}");
+        return "missing field `type`".to_owned();
     };
     let tag = match first {
         Value::String(s) => match variant(s, &SCHEMA_TYPES) {
@@ -246,10 +249,10 @@ fn sequence_form_error(items: &[Value]) -> String {
         other => return format!("invalid type: {}, expected variant identifier", unexpected(other)),
     };
     let (name, fields) = match tag {
-        "object" => ("Object", 4),
+        "object" => ("Object", 5),
         "string" => ("String", 4),
-        "number" => ("Number", 7),
-        "integer" => ("Integer", 7),
+        "number" => ("Number", 8),
+        "integer" => ("Integer", 8),
         "boolean" => ("Boolean", 1),
         "array" => ("Array", 2),
         _ => ("Null", 1),
@@ -373,15 +376,15 @@ fn check(node: &Node, top: bool) -> Result<(), String> {
                 check(child, false)?;
             }
             if let Some(required) = required {
-                let mut seen: Vec<&str> = Vec::with_capacity(required.len());
+                let declared: HashSet<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
+                let mut seen: HashSet<&str> = HashSet::with_capacity(required.len());
                 for name in required {
-                    if seen.contains(&name.as_str()) {
+                    if !seen.insert(name.as_str()) {
                         return Err(format!("Duplicate required property '{name}'"));
                     }
-                    if !properties.iter().any(|(k, _)| k == name) {
+                    if !declared.contains(name.as_str()) {
                         return Err(format!("Required property '{name}' not found in object"));
                     }
-                    seen.push(name);
                 }
                 if required.len() != properties.len() {
                     return Err(REQUIRED_MISMATCH.to_owned());

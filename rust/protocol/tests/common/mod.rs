@@ -118,12 +118,8 @@ pub fn build_options(o: &Value) -> ConversionOptions {
         opts.messages_web_search = web(v);
     }
     if let Some(table) = o.get("model_versions_by_name") {
-        opts.model_versions_by_name = table
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), model_version(v.as_str().unwrap())))
-            .collect();
+        opts.model_versions_by_name =
+            table.as_object().unwrap().iter().map(|(k, v)| (k.clone(), model_version(v.as_str().unwrap()))).collect();
     }
     if let Some(aliases) = o.get("model_aliases") {
         for pair in aliases.as_array().unwrap() {
@@ -177,7 +173,8 @@ pub fn body_value(case: &Value) -> Result<Value, ProtocolError> {
 pub fn is_python_value_error(construct_error: &Value) -> bool {
     let ty = construct_error["type"].as_str().unwrap_or_default();
     let message = construct_error["message"].as_str().unwrap_or_default();
-    ty != "ValueError" || !(message.starts_with("invalid JSON request: ") || message.starts_with("invalid request body: "))
+    ty != "ValueError"
+        || !(message.starts_with("invalid JSON request: ") || message.starts_with("invalid request body: "))
 }
 
 pub fn conversion_error(e: &ConversionError) -> Value {
@@ -213,7 +210,9 @@ fn ser_image(s: &ImageSource) -> Value {
     let (class, kind, data_url, url, data) = match &s.kind {
         ImageSourceKind::DataUrl(d) => ("DataUrlImageSource", "data_url", json!(d), Value::Null, Value::Null),
         ImageSourceKind::Url(u) => ("UrlImageSource", "url", Value::Null, json!(u), Value::Null),
-        ImageSourceKind::Bytes(b) => ("BytesImageSource", "bytes", Value::Null, Value::Null, json!({"bytes_b64": b64(b)})),
+        ImageSourceKind::Bytes(b) => {
+            ("BytesImageSource", "bytes", Value::Null, Value::Null, json!({"bytes_b64": b64(b)}))
+        }
     };
     json!({"class": class, "kind": kind, "detail": s.detail.as_str(), "data_url": data_url, "url": url, "data": data, "path": s.path})
 }
