@@ -166,6 +166,16 @@ impl Default for ParsingOptions {
     }
 }
 
+/// What a protocol's stream generator needs from the request beyond the conversation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplySettings {
+    /// Chat Completions `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Responses: the request's own settings as written, reported back in every response
+    /// object (a JSON object; `None` for the other protocols).
+    pub echo: Option<Value>,
+}
+
 /// The result of converting a protocol request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationRequest {
@@ -174,6 +184,7 @@ pub struct ConversationRequest {
     pub parsing_options: ParsingOptions,
     pub model_version: ModelVersion,
     pub stream: bool,
+    pub reply: ReplySettings,
 }
 
 impl ConversationRequest {
@@ -185,6 +196,7 @@ impl ConversationRequest {
             parsing_options: ParsingOptions::default(),
             model_version,
             stream: false,
+            reply: ReplySettings::default(),
         }
     }
 

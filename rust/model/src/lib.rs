@@ -13,7 +13,7 @@ mod special;
 
 pub use conversation::{
     Conversation, ConversationRequest, InferenceOptions, OutputConstraint, ParsingOptions,
-    ReasoningEffort, ResponseFormat, ThinkingInitialStage, ToolChoice,
+    ReasoningEffort, ReplySettings, ResponseFormat, ThinkingInitialStage, ToolChoice,
 };
 pub use error::{ConversionError, DEFAULT_CONTEXT_ERROR_TYPE};
 pub use message::{

@@ -17,7 +17,7 @@ mod wire;
 
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
-    ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
+    ReplySettings, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
 };
 use serde_json::Value;
 
@@ -95,6 +95,7 @@ impl ChatCompletionRequest {
         if w.stream_options.is_some() && w.stream != Some(true) {
             return Err(ConversionError::new("stream_options should be set along with stream = true"));
         }
+        let include_usage = w.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false);
         let has_response_format = w.response_format.is_some();
         let (response_format, format_schema) = response_format(w.response_format)?;
         let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
@@ -151,6 +152,7 @@ impl ChatCompletionRequest {
             parsing_options,
             model_version: version,
             stream: w.stream.unwrap_or(false),
+            reply: ReplySettings { include_usage, echo: None },
         })
     }
 }

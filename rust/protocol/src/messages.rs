@@ -165,6 +165,7 @@ impl MessagesRequest {
             parsing_options,
             model_version: version,
             stream: request.stream.unwrap_or(false),
+            reply: Default::default(),
         })
     }
 }

@@ -37,6 +37,7 @@ pub struct ResponsesRequest {
     body: wire::ResponsesRequest,
 }
 
+const STRICT_MIX: &str = "Cannot use strict tool with non-strict tool in the same request";
 const REASONING_MISSING: &str = "The `reasoning_text` in the thinking mode must be passed back to the API.";
 const JSON_WORD_MISSING: &str =
     "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.";
@@ -104,7 +105,11 @@ impl ResponsesRequest {
         } else {
             tool_defs::validate_declared(pending, converted.loaded_tools)?
         };
-        let (tools, tool_choice) = tools::apply_tool_choice(tools, choice, thinking_mode)?;
+        // The reference checks the mix of strict and other tools after text.format.
+        let chosen = match tools::apply_tool_choice(tools, choice, thinking_mode) {
+            Err(e) if e.message != STRICT_MIX => return Err(e),
+            chosen => chosen,
+        };
 
         let format = body.text.map(|t| t.format).unwrap_or_default();
         let (response_format, format_schema) = match format {
@@ -125,9 +130,10 @@ impl ResponsesRequest {
                 (ResponseFormat::JsonSchema(f.schema), Some(constrained))
             }
         };
+        let (tools, tool_choice) = chosen?;
         let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
         if strict > 0 && strict < tools.len() {
-            return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+            return Err(ConversionError::new(STRICT_MIX));
         }
         let strict_tools = tool_choice != ToolChoice::None && tools.iter().any(|t| t.strict == Some(true));
         if strict_tools && response_format != ResponseFormat::Text {
@@ -168,6 +174,7 @@ impl ResponsesRequest {
             parsing_options,
             model_version: version,
             stream: body.stream.unwrap_or(false),
+            reply: Default::default(),
         })
     }
 }
