@@ -5,6 +5,7 @@
 //! protocols beyond the wording of the errors.
 
 mod meta;
+mod regex;
 mod strict;
 mod uri;
 

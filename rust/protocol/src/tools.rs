@@ -5,7 +5,7 @@
 //! Check order, as the reference reports it: every tool name first (in declaration
 //! order); then, tool by tool, "name already seen" and that tool's schema; then, once the
 //! caller has resolved thinking mode, the tool choice (named tool exists → thinking-mode
-//! restriction → filtering).
+//! restriction → filtering → strict and non-strict tools may not be mixed).
 
 use std::collections::HashSet;
 

@@ -539,6 +539,17 @@ fn output_constraints() {
         ("json_schema normalized", &[], ToolChoice::Auto, ResponseFormat::JsonSchema(schema.clone()), Some(&normalized), v4,
             Some(("json", r#"{"type":"object","properties":{},"additionalProperties":false,"required":[]}"#))),
     ];
+    // Recorded from the reference: a Messages request on V4.1 with a deferred tool.
+    let from_messages = [
+        ToolDefinition { description: Some("d".into()), defer_loading: true, ..def("a") },
+        ToolDefinition { parameters: Some(json!({"type":"object","properties":{"x":{"type":"string"}}})), ..def("b") },
+    ];
+    let recorded = output_constraint(&from_messages, ToolChoice::Auto, &ResponseFormat::Text, None, v41).unwrap();
+    assert_eq!(recorded.kind, "tool_call");
+    assert_eq!(
+        recorded.schema,
+        r#"[{"type":"function","function":{"name":"a","description":"d","parameters":{"type":"object"},"strict":null},"defer_loading":true},{"type":"function","function":{"name":"b","description":null,"parameters":{"type":"object","properties":{"x":{"type":"string"}}},"strict":null}}]"#
+    );
     for (name, tools, choice, format, format_schema, version, want) in cases {
         let got = output_constraint(tools, choice, &format, format_schema, version);
         let got = got.as_ref().map(|c| (c.kind.as_str(), c.schema.as_str()));

@@ -1,49 +1,55 @@
 //! Non-strict schemas (behavior.md §7.6): the checks the reference's JSON-Schema validator
 //! makes when it compiles a schema, with its messages.
 //!
-//! 1. `$schema` at the top picks the draft. Draft 2020-12 (the default) is checked; an
-//!    older draft the reference knows is accepted unchecked; anything else is an error.
-//! 2. The schema is checked against the 2020-12 meta-schema (formats not asserted). The meta-schema is a list of
+//! 1. `$schema` at the top picks the draft: 2020-12 (the default, and the one used for an
+//!    unknown `$schema`, which is rejected after the meta-schema check) or draft-07. Drafts
+//!    2019-09, 06 and 04 are accepted unchecked.
+//! 2. The schema is checked against the draft's meta-schema. A meta-schema is a list of
 //!    vocabularies; each vocabulary checks the keys it owns in the order the request wrote
-//!    them, and vocabularies run in a fixed order (`GROUPS`). Only the keys whose violations
-//!    the reference reports are modelled; every other key is accepted as is.
-//! 3. `$id` values must be URI references.
-//! 4. The schema is compiled: `pattern`s and `patternProperties` names must be regexes, and
-//!    each `$ref` / `$dynamicRef` reachable from the root (followed through its target)
-//!    must parse and point at something in this document.
+//!    them, and vocabularies run in a fixed order (`GROUPS_2020_12`; draft-07 has one).
+//!    2020-12 asserts no formats here; draft-07 asserts `regex`, `uri` and
+//!    `uri-reference`. Only the keys whose violations the reference reports are modelled;
+//!    every other key is accepted as is.
+//! 3. 2020-12: `$id` values must be URI references.
+//! 4. The schema is compiled: (2020-12) `pattern`s and `patternProperties` names must be
+//!    regexes, and each `$ref` / `$dynamicRef` reachable from the root (followed through
+//!    its target) must parse and point at something in this document.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::regex::is_valid_regex;
 use super::uri;
 
 /// Check a non-strict schema; the error is the bare message the reference reports.
 pub fn validate(root: &Value) -> Result<(), String> {
     let draft = detect_draft(root);
-    if draft == Draft::Older {
-        return Ok(());
+    let vocabularies = match draft {
+        Draft::Older => return Ok(()),
+        Draft::Draft7 => &GROUPS_07[..],
+        Draft::Latest | Draft::Unknown => &GROUPS_2020_12[..],
+    };
+    check_schema(vocabularies, root)?;
+    if draft == Draft::Draft7 {
+        return Compiler::new(root, true).compile(root);
     }
-    check_schema(root)?;
     check_ids(root)?;
     if let (Draft::Unknown, Some(Value::String(uri))) = (draft, root.get("$schema")) {
         return Err(format!(
             "Unknown meta-schema: '{uri}'. Custom meta-schemas must be registered in the registry before use"
         ));
     }
-    Compiler::new(root).compile(root)
+    Compiler::new(root, false).compile(root)
 }
 
 // ---------------------------------------------------------------------------------------
 // Draft detection
 
 const DRAFT_2020_12: [&str; 2] = ["json-schema.org/draft/2020-12/schema", "json-schema.org/schema"];
-const OLDER_DRAFTS: [&str; 4] = [
-    "json-schema.org/draft/2019-09/schema",
-    "json-schema.org/draft-07/schema",
-    "json-schema.org/draft-06/schema",
-    "json-schema.org/draft-04/schema",
-];
+const DRAFT_07: &str = "json-schema.org/draft-07/schema";
+const OLDER_DRAFTS: [&str; 3] =
+    ["json-schema.org/draft/2019-09/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema"];
 
 /// The json-schema.org address of a `$schema` value without scheme and empty fragment.
 fn meta_schema_address(uri: &str) -> &str {
@@ -55,6 +61,7 @@ fn meta_schema_address(uri: &str) -> &str {
 enum Draft {
     /// 2020-12: no `$schema`, or one naming it.
     Latest,
+    Draft7,
     /// A draft the reference knows but this crate does not model: accepted unchecked.
     Older,
     /// Any other `$schema`: checked as 2020-12, then rejected when compiling.
@@ -68,6 +75,8 @@ fn detect_draft(root: &Value) -> Draft {
     let address = meta_schema_address(uri);
     if DRAFT_2020_12.contains(&address) {
         Draft::Latest
+    } else if address == DRAFT_07 {
+        Draft::Draft7
     } else if OLDER_DRAFTS.contains(&address) {
         Draft::Older
     } else {
@@ -126,12 +135,22 @@ enum Rule {
     DependentRequired,
     Type,
     Array,
+    /// Draft-07 `items`: a schema or a non-empty array of schemas.
+    Items07,
+    /// A string in `format: "uri-reference"` (draft-07 asserts it).
+    UriReference,
+    /// A string in `format: "uri"` (draft-07).
+    Uri,
+    /// A string in `format: "regex"` (draft-07).
+    Regex,
+    /// Draft-07 `patternProperties`: a schema map whose names are regexes.
+    PatternProperties07,
 }
 
 type Group = &'static [(&'static str, Rule)];
 
 /// Vocabularies in the order the validator evaluates them.
-const GROUPS: [Group; 8] = [
+const GROUPS_2020_12: [Group; 8] = [
     // The meta-schema's own `properties` (deprecated keywords).
     &[
         ("definitions", Rule::SchemaMap),
@@ -208,30 +227,115 @@ const GROUPS: [Group; 8] = [
     &[("contentEncoding", Rule::Str), ("contentMediaType", Rule::Str), ("contentSchema", Rule::Schema)],
 ];
 
+/// The draft-07 meta-schema: one object, its keys checked in request order.
+const GROUPS_07: [Group; 1] = [&[
+    ("$id", Rule::UriReference),
+    ("$schema", Rule::Uri),
+    ("$ref", Rule::UriReference),
+    ("$comment", Rule::Str),
+    ("title", Rule::Str),
+    ("description", Rule::Str),
+    ("readOnly", Rule::Boolean),
+    ("writeOnly", Rule::Boolean),
+    ("examples", Rule::Array),
+    ("multipleOf", Rule::MultipleOf),
+    ("maximum", Rule::Number),
+    ("exclusiveMaximum", Rule::Number),
+    ("minimum", Rule::Number),
+    ("exclusiveMinimum", Rule::Number),
+    ("maxLength", Rule::NonNegativeInteger),
+    ("minLength", Rule::NonNegativeInteger),
+    ("pattern", Rule::Regex),
+    ("additionalItems", Rule::Schema),
+    ("items", Rule::Items07),
+    ("maxItems", Rule::NonNegativeInteger),
+    ("minItems", Rule::NonNegativeInteger),
+    ("uniqueItems", Rule::Boolean),
+    ("contains", Rule::Schema),
+    ("maxProperties", Rule::NonNegativeInteger),
+    ("minProperties", Rule::NonNegativeInteger),
+    ("required", Rule::StringArray),
+    ("additionalProperties", Rule::Schema),
+    ("definitions", Rule::SchemaMap),
+    ("properties", Rule::SchemaMap),
+    ("patternProperties", Rule::PatternProperties07),
+    ("dependencies", Rule::Dependencies),
+    ("propertyNames", Rule::Schema),
+    ("enum", Rule::Array),
+    ("type", Rule::Type),
+    ("format", Rule::Str),
+    ("contentMediaType", Rule::Str),
+    ("contentEncoding", Rule::Str),
+    ("if", Rule::Schema),
+    ("then", Rule::Schema),
+    ("else", Rule::Schema),
+    ("allOf", Rule::SchemaArray),
+    ("anyOf", Rule::SchemaArray),
+    ("oneOf", Rule::SchemaArray),
+    ("not", Rule::Schema),
+]];
+
 const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number", "object", "string"];
 const ANCHOR_PATTERN: &str = "^[A-Za-z_][-A-Za-z0-9._]*$";
 const ID_PATTERN: &str = "^[^#]*#?$";
 
-fn check_schema(value: &Value) -> Result<(), String> {
+fn check_schema(vocabularies: &[Group], value: &Value) -> Result<(), String> {
     let map = match value {
         Value::Object(map) => map,
         Value::Bool(_) => return Ok(()),
         other => return Err(not_a_schema(other)),
     };
-    for group in GROUPS {
+    for group in vocabularies {
         for (key, v) in map {
             if let Some((_, rule)) = group.iter().find(|(k, _)| k == key) {
-                check_rule(*rule, v)?;
+                check_rule(vocabularies, *rule, v)?;
             }
         }
     }
     Ok(())
 }
 
-fn check_rule(rule: Rule, v: &Value) -> Result<(), String> {
+fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), String> {
+    let check_schema = |v: &Value| check_schema(vocabularies, v);
     match rule {
         Rule::Schema => check_schema(v),
         Rule::SchemaMap => object(v)?.values().try_for_each(check_schema),
+        Rule::Items07 => {
+            let valid = check_schema(v).is_ok()
+                || v.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|i| check_schema(i).is_ok()));
+            if valid {
+                Ok(())
+            } else {
+                Err(not_any_of(v))
+            }
+        }
+        Rule::UriReference => {
+            let s = string(v)?;
+            uri::check_reference(s).map_err(|_| not_a_format(v, "uri-reference"))
+        }
+        Rule::Uri => {
+            let s = string(v)?;
+            if uri::check_reference(s).is_ok() && uri::has_scheme(s) {
+                Ok(())
+            } else {
+                Err(not_a_format(v, "uri"))
+            }
+        }
+        Rule::Regex => {
+            if is_valid_regex(string(v)?) {
+                Ok(())
+            } else {
+                Err(not_a_format(v, "regex"))
+            }
+        }
+        Rule::PatternProperties07 => {
+            let map = object(v)?;
+            map.values().try_for_each(check_schema)?;
+            match map.keys().find(|name| !is_valid_regex(name)) {
+                Some(name) => Err(not_a_format(&Value::String(name.clone()), "regex")),
+                None => Ok(()),
+            }
+        }
         Rule::SchemaArray => {
             let items = array(v)?;
             if items.is_empty() {
@@ -383,391 +487,12 @@ fn not_a_schema(v: &Value) -> String {
     format!("{} is not of types \"boolean\", \"object\"", compact(v))
 }
 
+fn not_a_format(v: &Value, format: &str) -> String {
+    format!("{} is not a \"{format}\"", compact(v))
+}
+
 fn not_any_of(v: &Value) -> String {
     format!("{} is not valid under any of the schemas listed in the 'anyOf' keyword", compact(v))
-}
-
-// ---------------------------------------------------------------------------------------
-// Regular expressions (`pattern`, `patternProperties` names)
-
-/// Whether the reference's regex engine (a backtracking engine with Rust `regex` syntax)
-/// compiles `pattern`. A syntax check only: groups and classes must close, a quantifier
-/// needs something repeatable before it (not a lookaround) and a well-formed `{n,m}`,
-/// escapes must be known, group names unique, back-references must name existing groups.
-pub(crate) fn is_valid_regex(pattern: &str) -> bool {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut parser = RegexSyntax { chars: &chars, pos: 0, depth: 0, lookarounds: 0, groups: 0, names: Vec::new(), max_backref: 0 };
-    parser.alternation() && parser.pos == chars.len() && parser.max_backref <= parser.groups
-}
-
-struct RegexSyntax<'a> {
-    chars: &'a [char],
-    pos: usize,
-    depth: usize,
-    /// How many lookarounds enclose the current position.
-    lookarounds: usize,
-    /// Capture groups seen (numbered and named).
-    groups: usize,
-    names: Vec<String>,
-    /// The highest `\N` back-reference seen.
-    max_backref: usize,
-}
-
-const MAX_REGEX_NESTING: usize = 63;
-
-/// What a regex sequence ended with so far.
-#[derive(Clone, Copy)]
-enum Last {
-    /// Nothing a quantifier can apply to (start, `|`, `(`, or a lookaround).
-    Nothing,
-    Atom,
-    /// `*`, `+`, `?` or `{n,m}` applied.
-    Quantified,
-    /// A lazy `?` or possessive `+` after a quantifier.
-    Modified,
-}
-
-impl RegexSyntax<'_> {
-    fn peek(&self) -> Option<char> {
-        self.chars.get(self.pos).copied()
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let c = self.peek();
-        self.pos += usize::from(c.is_some());
-        c
-    }
-
-    fn eat(&mut self, c: char) -> bool {
-        if self.peek() == Some(c) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Alternatives up to the end or an unmatched `)` (left for the caller).
-    fn alternation(&mut self) -> bool {
-        loop {
-            if !self.sequence() {
-                return false;
-            }
-            if !self.eat('|') {
-                return true;
-            }
-        }
-    }
-
-    fn sequence(&mut self) -> bool {
-        let mut last = Last::Nothing;
-        while let Some(c) = self.peek() {
-            last = match (c, last) {
-                ('|', _) => return true,
-                (')', _) => return self.depth > 0,
-                ('*' | '+' | '?', Last::Atom) => {
-                    self.pos += 1;
-                    Last::Quantified
-                }
-                ('+' | '?', Last::Quantified) => {
-                    self.pos += 1;
-                    Last::Modified
-                }
-                // Inside a lookaround the engine reads a `{` with nothing before it literally.
-                ('{', Last::Nothing) if self.lookarounds > 0 => {
-                    self.pos += 1;
-                    Last::Atom
-                }
-                ('*' | '+' | '?', _) | ('{', Last::Nothing) => return false,
-                ('{', _) => {
-                    if !self.counted_repetition() {
-                        return false;
-                    }
-                    Last::Quantified
-                }
-                _ => match self.atom() {
-                    Some(true) => Last::Atom,
-                    Some(false) => Last::Nothing,
-                    None => return false,
-                },
-            };
-        }
-        true
-    }
-
-    fn counted_repetition(&mut self) -> bool {
-        self.pos += 1; // `{`
-        let Some(min) = self.digits() else {
-            return false;
-        };
-        let max = if self.eat(',') {
-            if self.peek() == Some('}') {
-                None
-            } else {
-                match self.digits() {
-                    Some(max) => Some(max),
-                    None => return false,
-                }
-            }
-        } else {
-            Some(min)
-        };
-        self.eat('}') && max.is_none_or(|max| min <= max)
-    }
-
-    fn digits(&mut self) -> Option<u64> {
-        let start = self.pos;
-        let mut value: u64 = 0;
-        while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
-            value = value.saturating_mul(10).saturating_add(u64::from(d));
-            self.pos += 1;
-        }
-        (self.pos > start).then_some(value)
-    }
-
-    /// One atom: `Some(repeatable)`, or `None` when it is malformed.
-    fn atom(&mut self) -> Option<bool> {
-        match self.bump()? {
-            '(' => self.group(),
-            '[' => self.class().then_some(true),
-            '\\' => self.escape().then_some(true),
-            _ => Some(true),
-        }
-    }
-
-    fn group(&mut self) -> Option<bool> {
-        // The engine refuses deeper nesting; the limit also bounds this parser's stack.
-        if self.depth >= MAX_REGEX_NESTING {
-            return None;
-        }
-        let mut repeatable = true;
-        if self.eat('?') {
-            match self.bump()? {
-                ':' => {}
-                '=' | '!' => repeatable = false,
-                '<' if self.eat('=') || self.eat('!') => repeatable = false,
-                '<' => self.group_name().then_some(())?,
-                'P' => (self.eat('<') && self.group_name()).then_some(())?,
-                c if is_flag(c) => {
-                    while self.peek().is_some_and(is_flag) {
-                        self.pos += 1;
-                    }
-                    if self.eat(')') {
-                        return Some(false);
-                    }
-                    self.eat(':').then_some(())?;
-                }
-                _ => return None,
-            }
-        } else {
-            self.groups += 1;
-        }
-        let lookaround = usize::from(!repeatable);
-        self.depth += 1;
-        self.lookarounds += lookaround;
-        let ok = self.alternation() && self.eat(')');
-        self.depth -= 1;
-        self.lookarounds -= lookaround;
-        ok.then_some(repeatable)
-    }
-
-    /// `name>` of a named group: a letter or `_` first, unique in the pattern.
-    fn group_name(&mut self) -> bool {
-        let start = self.pos;
-        if !self.peek().is_some_and(|c| c.is_alphabetic() || c == '_') {
-            return false;
-        }
-        while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            self.pos += 1;
-        }
-        let name: String = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
-        if !self.eat('>') || self.names.contains(&name) {
-            return false;
-        }
-        self.names.push(name);
-        self.groups += 1;
-        true
-    }
-
-    fn class(&mut self) -> bool {
-        self.eat('^');
-        // A `]` right at the start is a literal.
-        let mut first = true;
-        // The last item, when it can start a range.
-        let mut previous = ClassItem::Set;
-        loop {
-            let Some(c) = self.bump() else {
-                return false;
-            };
-            let item = match c {
-                ']' if !first => return true,
-                '\\' => match self.class_escape() {
-                    Some(item) => item,
-                    None => return false,
-                },
-                '-' if self.peek().is_some_and(|n| n != ']') && !first && previous != ClassItem::RangeDone => {
-                    let start = match previous {
-                        ClassItem::Char(start) => Some(start),
-                        ClassItem::Code => None,
-                        // `[\d-z]`: a set cannot start a range.
-                        ClassItem::Set | ClassItem::RangeDone => return false,
-                    };
-                    let end = match self.bump() {
-                        Some('\\') => match self.class_escape() {
-                            Some(ClassItem::Char(e)) => Some(e),
-                            Some(ClassItem::Code) => None,
-                            _ => return false,
-                        },
-                        Some(e) => Some(e),
-                        None => return false,
-                    };
-                    if start.zip(end).is_some_and(|(start, end)| start > end) {
-                        return false;
-                    }
-                    ClassItem::RangeDone
-                }
-                '[' if self.peek() == Some(':') => {
-                    // POSIX class `[:alpha:]`.
-                    while let Some(n) = self.bump() {
-                        if n == ']' {
-                            break;
-                        }
-                    }
-                    ClassItem::Set
-                }
-                other => ClassItem::Char(other),
-            };
-            if matches!(item, ClassItem::Set) && self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|n| *n != ']') {
-                return false;
-            }
-            previous = item;
-            first = false;
-        }
-    }
-
-    /// An escape inside a class; `None` when malformed.
-    fn class_escape(&mut self) -> Option<ClassItem> {
-        let c = self.bump()?;
-        match c {
-            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'p' | 'P' => {
-                self.pos -= 1;
-                self.escape().then_some(ClassItem::Set)
-            }
-            'n' => Some(ClassItem::Char('\n')),
-            'r' => Some(ClassItem::Char('\r')),
-            't' => Some(ClassItem::Char('\t')),
-            'f' => Some(ClassItem::Char('\u{c}')),
-            'v' => Some(ClassItem::Char('\u{b}')),
-            'a' => Some(ClassItem::Char('\u{7}')),
-            'x' | 'u' | 'U' | 'c' => {
-                self.pos -= 1;
-                self.escape().then_some(ClassItem::Code)
-            }
-            other if other.is_ascii() && !other.is_ascii_alphanumeric() => Some(ClassItem::Char(other)),
-            _ => None,
-        }
-    }
-
-    /// An escape outside a class (the backslash already read).
-    fn escape(&mut self) -> bool {
-        let Some(c) = self.bump() else {
-            return false;
-        };
-        match c {
-            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'n' | 'r' | 't' | 'f' | 'v' | 'b' | 'B' | 'A' | 'z' => true,
-            '1'..='9' => {
-                let mut number = c.to_digit(10).map_or(0, |d| d as usize);
-                while let Some(d) = self.peek().and_then(|d| d.to_digit(10)) {
-                    number = number.saturating_mul(10).saturating_add(d as usize);
-                    self.pos += 1;
-                }
-                self.max_backref = self.max_backref.max(number);
-                true
-            }
-            'x' => self.hex_escape(2),
-            'u' => self.hex_escape(4),
-            'U' => self.hex_escape(8),
-            'c' => self.bump().is_some_and(|l| l.is_ascii_alphabetic()),
-            'p' | 'P' => {
-                let name: String = if self.eat('{') {
-                    let start = self.pos;
-                    while self.peek().is_some_and(|n| n != '}') {
-                        self.pos += 1;
-                    }
-                    let name = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
-                    if !self.eat('}') {
-                        return false;
-                    }
-                    name
-                } else {
-                    match self.bump() {
-                        Some(letter) => letter.to_string(),
-                        None => return false,
-                    }
-                };
-                is_unicode_property(&name)
-            }
-            other => other.is_ascii() && !other.is_ascii_alphanumeric(),
-        }
-    }
-
-    /// `\xhh`, `\uhhhh`, `\Uhhhhhhhh`, or the braced forms `\x{…}` / `\u{…}`.
-    fn hex_escape(&mut self, width: usize) -> bool {
-        if self.eat('{') {
-            let start = self.pos;
-            while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
-                self.pos += 1;
-            }
-            return self.pos > start && self.eat('}');
-        }
-        for _ in 0..width {
-            if !self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
-                return false;
-            }
-            self.pos += 1;
-        }
-        true
-    }
-}
-
-/// One item of a bracket class.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ClassItem {
-    Char(char),
-    /// A character given by code (`\x41`, `\u0041`, `\cA`), not worked out here.
-    Code,
-    /// A set: `\d`, `\p{L}`, `[:alpha:]`.
-    Set,
-    /// A range just ended; a `-` now is a literal or a set operation.
-    RangeDone,
-}
-
-fn is_flag(c: char) -> bool {
-    matches!(c, 'i' | 'm' | 's' | 'x' | 'U' | 'u' | 'R' | '-')
-}
-
-/// Unicode property names accepted in `\p{…}`: general categories (short and long),
-/// common scripts and binary properties; `Name=Value` forms for categories and scripts.
-fn is_unicode_property(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "L", "Lu", "Ll", "Lt", "Lm", "Lo", "LC", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No", "P", "Pc", "Pd",
-        "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf", "Cs",
-        "Co", "Cn", "Letter", "Uppercase_Letter", "Lowercase_Letter", "Titlecase_Letter", "Cased_Letter",
-        "Modifier_Letter", "Other_Letter", "Mark", "Nonspacing_Mark", "Spacing_Mark", "Enclosing_Mark", "Number",
-        "Decimal_Number", "Letter_Number", "Other_Number", "Punctuation", "Connector_Punctuation",
-        "Dash_Punctuation", "Open_Punctuation", "Close_Punctuation", "Initial_Punctuation", "Final_Punctuation",
-        "Other_Punctuation", "Symbol", "Math_Symbol", "Currency_Symbol", "Modifier_Symbol", "Other_Symbol",
-        "Separator", "Space_Separator", "Line_Separator", "Paragraph_Separator", "Other", "Control", "Format",
-        "Surrogate", "Private_Use", "Unassigned", "Any", "ASCII", "Assigned", "Alphabetic", "Alpha", "Lowercase",
-        "Uppercase", "White_Space", "Whitespace", "Emoji", "Emoji_Presentation", "Extended_Pictographic",
-        "Digit", "Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana", "Devanagari",
-        "Bengali", "Gurmukhi", "Gujarati", "Tamil", "Telugu", "Kannada", "Malayalam", "Thai", "Lao", "Tibetan",
-        "Myanmar", "Georgian", "Hangul", "Ethiopic", "Cherokee", "Khmer", "Mongolian", "Hiragana", "Katakana",
-        "Bopomofo", "Han", "Yi", "Common", "Inherited", "Sinhala", "Latn", "Grek", "Cyrl", "Hani", "Hira", "Kana",
-        "Arab", "Hebr", "Zyyy",
-    ];
-    let value = name.split_once('=').map_or(name, |(_, v)| v);
-    NAMES.iter().any(|n| n.eq_ignore_ascii_case(value.trim()))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -833,6 +558,8 @@ struct Compiler<'a> {
     /// How many references deep the walk is; chains longer than [`MAX_REF_DEPTH`] are not
     /// followed further (bounded stack on hostile input).
     ref_depth: usize,
+    /// Draft-07 rules: a `$ref` hides its sibling keywords.
+    draft7: bool,
 }
 
 const MAX_REF_DEPTH: usize = 64;
@@ -852,21 +579,36 @@ const COMPILED_ONE: [&str; 8] = [
 const COMPILED_MAPS: [&str; 3] = ["properties", "dependentSchemas", "dependencies"];
 
 impl<'a> Compiler<'a> {
-    fn new(root: &'a Value) -> Self {
+    fn new(root: &'a Value, draft7: bool) -> Self {
         let base = root
             .get("$id")
             .and_then(Value::as_str)
             .map(|id| id.split('#').next().unwrap_or(id))
             .filter(|id| uri::has_scheme(id));
-        Self { root, base, visited: HashSet::new(), ref_depth: 0 }
+        Self { root, base, visited: HashSet::new(), ref_depth: 0, draft7 }
     }
 
     fn compile(&mut self, schema: &'a Value) -> Result<(), String> {
         let Some(map) = schema.as_object() else {
             return Ok(());
         };
+        if self.draft7 {
+            if let Some(reference) = map.get("$ref") {
+                return match reference {
+                    Value::String(reference) => self.resolve(reference),
+                    _ => Ok(()),
+                };
+            }
+        }
         for (key, v) in map {
             match key.as_str() {
+                // Only meaningful (and compiled) next to an array of `items`.
+                "additionalItems" if self.draft7 && map.get("items").is_some_and(Value::is_array) => self.compile(v)?,
+                "items" if v.is_array() => {
+                    for sub in v.as_array().into_iter().flatten() {
+                        self.compile(sub)?;
+                    }
+                }
                 "$ref" | "$dynamicRef" => {
                     if let Value::String(reference) = v {
                         self.resolve(reference)?;
@@ -927,7 +669,7 @@ impl<'a> Compiler<'a> {
                 }
             };
             if self.base.map(uri::normalize).as_deref() != Some(absolute.as_str()) {
-                if in_registry(&absolute) {
+                if in_registry(&absolute) || (self.draft7 && absolute == "http://json-schema.org/draft-07/schema") {
                     return Ok(());
                 }
                 let why = if under_known_draft(&absolute) {
@@ -999,7 +741,8 @@ fn percent_decode(text: &str) -> Option<String> {
 fn find_anchor<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
     let map = value.as_object()?;
     let named = |key: &str| map.get(key).and_then(Value::as_str) == Some(name);
-    if named("$anchor") || named("$dynamicAnchor") {
+    let id_anchor = map.get("$id").and_then(Value::as_str).and_then(|id| id.strip_prefix('#')) == Some(name);
+    if named("$anchor") || named("$dynamicAnchor") || id_anchor {
         return Some(value);
     }
     subschemas(map).into_iter().find_map(|v| find_anchor(v, name))
