@@ -6,6 +6,11 @@
 //! protocol emitters in `deepseek-protocol` turn these events into chunks and SSE events) and
 //! any vocabulary (the caller maps a token id to its bytes).
 //!
+//! Text chunks go to [`Parser::push`]. Token chunks go through [`Detokenizer::push_chunk`]
+//! and then [`Parser::push_tokens`], because a special token is a symbol to the parser, not
+//! the characters of its spelling. Events carry the reference's delta granularity: one
+//! protocol delta per event.
+//!
 //! The design, with a worked example, is in `DESIGN.md` next to this crate's `Cargo.toml`.
 
 mod detokenize;
@@ -13,6 +18,7 @@ pub mod emit;
 mod json_escape;
 mod matcher;
 mod parser;
+pub mod processor;
 
-pub use detokenize::Detokenizer;
-pub use parser::{ParseEvent, Parser, Segment};
+pub use detokenize::{DecodedPiece, Detokenizer, Token};
+pub use parser::{Decoded, ParseEvent, Parser, Segment};
