@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
-    ReasoningContentBehavior, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
+    ReasoningContentBehavior, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice, ToolDefinition,
 };
 use serde_json::Value;
 
@@ -20,7 +20,8 @@ use crate::schema::{self, SchemaUse};
 use crate::tools::RequestedToolChoice;
 use crate::{intake, thinking, tools, ProtocolError};
 
-/// The request fields a Responses reply echoes back (reference defaults filled in).
+/// The request fields a Responses reply echoes back (reference defaults filled in), as
+/// Python's `ResponsesEcho` exposes them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponsesEcho {
     pub instructions: Option<String>,
@@ -75,6 +76,9 @@ impl ResponsesRequest {
         tool_defs::namespace_map(self.body.tools.as_deref().unwrap_or_default(), version)
     }
 
+    /// Convert under `options`. Checks run in the reference's order: model, the first tool
+    /// checks, input items, returned reasoning, tool schemas, tool_choice, `text.format`, the
+    /// strict-tool rules, sampling, `top_logprobs`, `max_output_tokens`.
     pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
         let body = self.body;
         let version = options.model_version(&body.model)?;
@@ -94,7 +98,8 @@ impl ResponsesRequest {
         )?;
         let mut messages = converted.messages;
         let behavior = options.reasoning_content_behavior;
-        check_reasoning_returned(&messages, thinking_mode, behavior, !pending.is_empty())?;
+        let has_tools = !pending.is_empty() || !converted.loaded_tools.is_empty();
+        check_reasoning_returned(&messages, thinking_mode, behavior, has_tools)?;
         thinking::apply_reasoning_history(&mut messages, thinking_mode, ReasoningContentBehavior::FillEmpty)?;
 
         let choice = tool_defs::requested_choice(body.tool_choice, options.responses_web_search)?;
@@ -103,7 +108,11 @@ impl ResponsesRequest {
             messages.retain(|m| !(m.role == Role::System && m.tools.is_some()));
             Vec::new()
         } else {
-            tool_defs::validate_declared(pending, converted.loaded_tools)?
+            let declared_count = pending.len();
+            let all = pending.into_iter().chain(converted.loaded_tools).collect();
+            let tools = tool_defs::validate_declared(all)?;
+            announce_checked_tools(&mut messages, tools.get(declared_count..).unwrap_or_default());
+            tools
         };
         // The reference checks the mix of strict and other tools after text.format.
         let chosen = match tools::apply_tool_choice(tools, choice, thinking_mode) {
@@ -112,24 +121,7 @@ impl ResponsesRequest {
         };
 
         let format = body.text.map(|t| t.format).unwrap_or_default();
-        let (response_format, format_schema) = match format {
-            wire::TextFormat::Text => (ResponseFormat::Text, None),
-            wire::TextFormat::JsonObject => {
-                if !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
-                    return Err(ConversionError::new(JSON_WORD_MISSING));
-                }
-                (ResponseFormat::JsonObject, None)
-            }
-            wire::TextFormat::JsonSchema(f) => {
-                let constrained = if f.strict == Some(true) {
-                    schema::normalize_strict(&f.schema, SchemaUse::ResponseFormat)?
-                } else {
-                    schema::check_response_schema(&f.schema)?;
-                    f.schema.clone()
-                };
-                (ResponseFormat::JsonSchema(f.schema), Some(constrained))
-            }
-        };
+        let (response_format, format_schema) = text_format(format, &messages)?;
         let (tools, tool_choice) = chosen?;
         let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
         if strict > 0 && strict < tools.len() {
@@ -179,9 +171,50 @@ impl ResponsesRequest {
     }
 }
 
+/// `text.format` (§5.4): the response format, and the schema to constrain output with (the
+/// normalized one when strict).
+fn text_format(
+    format: wire::TextFormat,
+    messages: &[Message],
+) -> Result<(ResponseFormat, Option<Value>), ConversionError> {
+    Ok(match format {
+        wire::TextFormat::Text => (ResponseFormat::Text, None),
+        wire::TextFormat::JsonObject => {
+            if !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
+                return Err(ConversionError::new(JSON_WORD_MISSING));
+            }
+            (ResponseFormat::JsonObject, None)
+        }
+        wire::TextFormat::JsonSchema { schema: requested, strict, .. } => {
+            let constrained = if strict == Some(true) {
+                schema::normalize_strict(&requested, SchemaUse::ResponseFormat)?
+            } else {
+                schema::check_response_schema(&requested)?;
+                requested.clone()
+            };
+            (ResponseFormat::JsonSchema(requested), Some(constrained))
+        }
+    })
+}
+
+/// Replace the provisional tools of the system messages that announce tools loaded by tool
+/// search with their checked versions (`loaded`, in the same order).
+fn announce_checked_tools(messages: &mut [Message], loaded: &[ToolDefinition]) {
+    let mut checked = loaded.iter();
+    for message in messages.iter_mut().filter(|m| m.role == Role::System) {
+        if let Some(tools) = message.tools.as_mut() {
+            for tool in tools.iter_mut() {
+                if let Some(definition) = checked.next() {
+                    *tool = definition.clone();
+                }
+            }
+        }
+    }
+}
+
 /// `ReasoningContentBehavior::Reject` for Responses: with thinking on, an assistant message
 /// after the last user message that carries no reasoning is refused when it made tool calls
-/// or when the request declares tools (the whole conversation counts when no user message
+/// or when the request has tools, declared or loaded (the whole conversation counts when no user message
 /// exists). Earlier ones are filled with `""` like everywhere else. A message with a call
 /// whose id carries the generated `ET` marker counts as having its reasoning.
 fn check_reasoning_returned(

@@ -34,7 +34,7 @@ impl PartLocation<'_> {
 /// The first check on an `input_image` part (V4.1): it must name an image URL; a file id
 /// or nothing is refused. The reference runs it over all parts of a content list before
 /// looking at any URL.
-pub fn check_present(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<(), ConversionError> {
+pub fn check_present(part: &wire::ResponsesInputImage, at: &PartLocation<'_>) -> Result<(), ConversionError> {
     if present(&part.image_url).is_some() {
         return Ok(());
     }
@@ -52,7 +52,7 @@ fn present(s: &Option<String>) -> Option<&str> {
 }
 
 /// The image source of an `input_image` part (V4.1 rules).
-pub fn image_source(part: &wire::ImagePart, at: &PartLocation<'_>) -> Result<ImageSource, ConversionError> {
+pub fn image_source(part: &wire::ResponsesInputImage, at: &PartLocation<'_>) -> Result<ImageSource, ConversionError> {
     check_present(part, at)?;
     let url = present(&part.image_url).unwrap_or_default().to_owned();
     let detail = match part.detail {

@@ -14,21 +14,22 @@
 //! an error. Calls come out sorted by id (the reference keys them by id), their outputs in
 //! the same order. Unknown items are ignored.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use deepseek_model::{ConversionError, ImageSource, Message, ModelVersion, ToolCall, WebSearchBehavior};
 use serde_json::{Map, Value};
 
 use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT, UNSUPPORTED_IMAGE};
-use super::tool_defs::{self, ValidatedTool};
+use super::tool_defs::{self, Pending};
 use super::wire::{self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem};
 
 /// The messages of a request and the tools `tool_search_output` items loaded on the way.
 #[derive(Debug, Default)]
 pub struct ConvertedInput {
     pub messages: Vec<Message>,
-    pub loaded_tools: Vec<ValidatedTool>,
+    /// In order, named as announced; their schemas are checked later.
+    pub loaded_tools: Vec<Pending>,
 }
 
 /// Convert `instructions` and `input` into messages.
@@ -118,13 +119,16 @@ struct Turn {
     reasoning: Option<Vec<String>>,
     calls: Vec<ToolCall>,
     answered: Vec<bool>,
+    /// Call id → index in `calls`.
+    positions: HashMap<String, usize>,
+    unanswered: usize,
     /// Outputs with the index of the call they answer, in arrival order.
     outputs: Vec<(usize, Vec<Message>)>,
 }
 
 impl Turn {
     fn all_answered(&self) -> bool {
-        self.answered.iter().all(|a| *a)
+        self.unanswered == 0
     }
 }
 
@@ -173,15 +177,20 @@ impl<'a> Builder<'a> {
             TypedItem::Message(message) => self.message(index, message),
             TypedItem::Reasoning(reasoning) => {
                 let texts = reasoning.content.as_deref().unwrap_or_default();
+                let joined = texts.iter().map(|t| t.text.as_str()).collect::<Vec<_>>().join("\n");
                 // Reasoning with text starts a new turn after a text or a call; without text
                 // it only ends a turn that made calls, like an empty assistant text.
-                let has_text = texts.iter().any(|t| !t.text.is_empty());
-                if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() || (has_text && !t.texts.is_empty())) {
-                    self.close_assistant()?;
+                if self
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| !t.calls.is_empty() || (!joined.is_empty() && !t.texts.is_empty()))
+                {
+                    self.close_turn()?;
                 }
-                if !texts.is_empty() {
+                // Reasoning without text counts as none.
+                if !joined.is_empty() {
                     let turn = self.turn.get_or_insert_with(Turn::default);
-                    turn.reasoning.get_or_insert_with(Vec::new).extend(texts.iter().map(|t| t.text.clone()));
+                    turn.reasoning.get_or_insert_with(Vec::new).push(joined);
                 }
                 Ok(())
             }
@@ -218,7 +227,7 @@ impl<'a> Builder<'a> {
             // A server-side search ends a turn that made calls, like an assistant text would.
             TypedItem::WebSearchCall {} => {
                 if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
-                    self.close_assistant()?;
+                    self.close_turn()?;
                 }
                 Ok(())
             }
@@ -276,7 +285,7 @@ impl<'a> Builder<'a> {
     fn push_image(
         &self,
         out: &mut Content,
-        image: &wire::ImagePart,
+        image: &wire::ResponsesInputImage,
         at: &PartLocation<'_>,
     ) -> Result<(), ConversionError> {
         if self.version.is_v41() {
@@ -365,14 +374,14 @@ impl<'a> Builder<'a> {
         let path = format!("input[{index}].");
         let pending = tool_defs::check_declared(&output.tools, self.version, self.web_search, &path)?;
         let content = tool_defs::loaded_listing(&output.tools, index)?;
-        let mut tools = pending.into_iter().map(|p| p.validated(true)).collect::<Result<Vec<_>, _>>()?;
+        let mut tools: Vec<Pending> = pending.into_iter().map(Pending::deferred).collect();
         for tool in &mut tools {
             tool.claim_name(&mut self.tool_names);
         }
         let mut messages = vec![Message::tool(content, Some(output.call_id.clone()))];
         if !tools.is_empty() {
             let mut system = Message::system("");
-            system.tools = Some(tools.iter().map(|t| t.definition.clone()).collect());
+            system.tools = Some(tools.iter().map(Pending::provisional).collect());
             messages.push(system);
         }
         self.record_output(position, messages);
@@ -383,7 +392,7 @@ impl<'a> Builder<'a> {
     /// Make the open turn ready for an assistant text: a text after calls starts a new one.
     fn open_text_turn(&mut self) -> Result<(), ConversionError> {
         if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
-            self.close_assistant()?;
+            self.close_turn()?;
         }
         self.turn.get_or_insert_with(Turn::default).has_output = true;
         Ok(())
@@ -397,12 +406,14 @@ impl<'a> Builder<'a> {
             return Err(ConversionError::new(format!("Duplicate 'call_id': {}.", call.id)));
         }
         if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() && t.all_answered()) {
-            self.close_assistant()?;
+            self.close_turn()?;
         }
         let turn = self.turn.get_or_insert_with(Turn::default);
         turn.has_output = true;
+        turn.positions.insert(call.id.clone(), turn.calls.len());
         turn.calls.push(call);
         turn.answered.push(false);
+        turn.unanswered += 1;
         Ok(())
     }
 
@@ -415,14 +426,15 @@ impl<'a> Builder<'a> {
             return Err(ConversionError::new(format!("Duplicate tool output for call_id: {id}.")));
         }
         let found = self.turn.as_mut().and_then(|t| {
-            let position = t.calls.iter().position(|c| c.id == id)?;
+            let position = *t.positions.get(id)?;
             Some((t, position))
         });
         let Some((turn, position)) = found else {
             return Err(ConversionError::new(format!("No tool call found for tool output with call_id {id}.")));
         };
-        if let Some(answered) = turn.answered.get_mut(position) {
+        if let Some(answered) = turn.answered.get_mut(position).filter(|a| !**a) {
             *answered = true;
+            turn.unanswered = turn.unanswered.saturating_sub(1);
         }
         self.answered_ids.insert(id.to_owned());
         Ok(position)
@@ -435,13 +447,12 @@ impl<'a> Builder<'a> {
     }
 
     /// Emit the open assistant message and its outputs, checking every call was answered.
-    /// A turn of reasoning only becomes a message when the reasoning has text.
-    fn close_assistant(&mut self) -> Result<(), ConversionError> {
+    fn close_turn(&mut self) -> Result<(), ConversionError> {
         let Some(mut turn) = self.turn.take() else {
             return Ok(());
         };
         let reasoning = turn.reasoning.take().map(|texts| texts.join("\n"));
-        if !turn.has_output && reasoning.as_deref().unwrap_or_default().is_empty() {
+        if !turn.has_output && reasoning.is_none() {
             return Ok(());
         }
         // The reference names one unanswered call, picked from a hash set; the last one is
@@ -449,19 +460,178 @@ impl<'a> Builder<'a> {
         if let Some((call, _)) = turn.calls.iter().zip(&turn.answered).rev().find(|(_, answered)| !**answered) {
             return Err(ConversionError::new(format!("No tool output found for tool call {}.", call.id)));
         }
-        let mut order: Vec<usize> = (0..turn.calls.len()).collect();
-        order.sort_by(|a, b| turn.calls.get(*a).map(|c| &c.id).cmp(&turn.calls.get(*b).map(|c| &c.id)));
-        let rank = |position: usize| order.iter().position(|o| *o == position).unwrap_or(usize::MAX);
-        turn.outputs.sort_by_key(|(position, _)| rank(*position));
+        let calls = &turn.calls;
+        turn.outputs.sort_by(|(a, _), (b, _)| calls.get(*a).map(|c| &c.id).cmp(&calls.get(*b).map(|c| &c.id)));
         turn.calls.sort_by(|a, b| a.id.cmp(&b.id));
         let calls = if turn.calls.is_empty() { None } else { Some(turn.calls) };
         self.out.messages.push(Message::assistant(turn.texts.join("\n\n"), reasoning, calls, false));
         self.out.messages.extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
         Ok(())
     }
+}
 
-    /// Something other than an assistant output: close the turn.
-    fn close_turn(&mut self) -> Result<(), ConversionError> {
-        self.close_assistant()
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use serde_json::json;
+
+    const V4: ModelVersion = ModelVersion::DeepseekV4Pro;
+    const V41: ModelVersion = ModelVersion::DeepseekV41Flash;
+
+    /// `role:content` plus `|rc=…`, `|calls=…`, `|id=…` where set.
+    fn describe(m: &Message) -> String {
+        let mut s = format!("{}:{}", m.role.as_str(), m.content);
+        if let Some(rc) = &m.reasoning_content {
+            s.push_str(&format!("|rc={rc}"));
+        }
+        if let Some(calls) = &m.tool_calls {
+            let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+            s.push_str(&format!("|calls={}", ids.join(",")));
+        }
+        if let Some(id) = &m.tool_call_id {
+            s.push_str(&format!("|id={id}"));
+        }
+        s
+    }
+
+    fn run(version: ModelVersion, items: Value) -> Result<Vec<String>, String> {
+        let input: Input = serde_json::from_value(items).unwrap();
+        convert_input(None, Some(input), version, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new())
+            .map(|c| c.messages.iter().map(describe).collect())
+            .map_err(|e| e.message)
+    }
+
+    fn fc(id: &str) -> Value {
+        json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
+    }
+
+    fn out(id: &str) -> Value {
+        json!({"type": "function_call_output", "call_id": id, "output": format!("o-{id}")})
+    }
+
+    fn user() -> Value {
+        json!({"role": "user", "content": "u"})
+    }
+
+    fn said(text: &str) -> Value {
+        json!({"role": "assistant", "content": text})
+    }
+
+    fn thought(texts: &[&str]) -> Value {
+        let content: Vec<Value> = texts.iter().map(|t| json!({"type": "reasoning_text", "text": t})).collect();
+        json!({"type": "reasoning", "summary": [], "content": content})
+    }
+
+    type Outcome = Result<Vec<String>, String>;
+
+    /// Behaviors observed on the reference wheel; each case is (name, items, expected).
+    #[test]
+    fn grouping_and_pairing() {
+        let ok = |v: &[&str]| -> Outcome { Ok(v.iter().map(|s| (*s).to_owned()).collect()) };
+        let err = |m: &str| -> Outcome { Err(m.to_owned()) };
+        let cases: Vec<(&str, Value, Outcome)> = vec![
+            (
+                "outputs follow their calls in id order",
+                json!([user(), fc("c2"), fc("call_1"), out("call_1"), out("c2")]),
+                ok(&["user:u", "assistant:|calls=c2,call_1", "tool:o-c2|id=c2", "tool:o-call_1|id=call_1"]),
+            ),
+            (
+                "a call after every call is answered starts a new turn",
+                json!([user(), fc("c1"), out("c1"), fc("c2"), out("c2")]),
+                ok(&["user:u", "assistant:|calls=c1", "tool:o-c1|id=c1", "assistant:|calls=c2", "tool:o-c2|id=c2"]),
+            ),
+            (
+                "a call while calls are pending joins the turn",
+                json!([user(), fc("c1"), fc("c2"), out("c1"), fc("c3"), out("c2"), out("c3")]),
+                ok(&["user:u", "assistant:|calls=c1,c2,c3", "tool:o-c1|id=c1", "tool:o-c2|id=c2", "tool:o-c3|id=c3"]),
+            ),
+            ("a text after calls ends the turn", json!([user(), fc("c1"), said("t"), out("c1")]), err("No tool output found for tool call c1.")),
+            ("a text then a call share a turn", json!([user(), said("a"), fc("c1"), out("c1")]), ok(&["user:u", "assistant:a|calls=c1", "tool:o-c1|id=c1"])),
+            ("texts merge, empty ones skipped", json!([user(), said("a"), said(""), said("b")]), ok(&["user:u", "assistant:a\n\nb"])),
+            ("reasoning goes to the next output", json!([user(), thought(&["r", "s"]), said("a")]), ok(&["user:u", "assistant:a|rc=r\ns"])),
+            ("reasoning after a text starts a turn", json!([user(), said("a"), thought(&["r"]), said("b")]), ok(&["user:u", "assistant:a", "assistant:b|rc=r"])),
+            ("empty reasoning does not split texts", json!([user(), said("a"), thought(&[]), said("b")]), ok(&["user:u", "assistant:a\n\nb"])),
+            ("empty reasoning ends a turn with calls", json!([user(), fc("c"), thought(&[]), out("c")]), err("No tool output found for tool call c.")),
+            ("trailing reasoning is a message", json!([user(), thought(&["r"])]), ok(&["user:u", "assistant:|rc=r"])),
+            ("trailing empty reasoning is dropped", json!([user(), thought(&[""])]), ok(&["user:u"])),
+            ("a web search call ends a turn with calls", json!([user(), fc("c"), {"type": "web_search_call"}, out("c")]), err("No tool output found for tool call c.")),
+            ("a web search call keeps texts together", json!([user(), said("a"), {"type": "web_search_call"}, said("b")]), ok(&["user:u", "assistant:a\n\nb"])),
+            ("unknown items are ignored", json!([user(), fc("c"), {"type": "item_reference", "id": "x"}, out("c")]), ok(&["user:u", "assistant:|calls=c", "tool:o-c|id=c"])),
+            (
+                "an output without call id stands alone",
+                json!([{"type": "function_call_output", "output": "o"}, user()]),
+                ok(&["tool:o", "user:u"]),
+            ),
+            ("a second output for a call", json!([user(), fc("c1"), out("c1"), out("c1")]), err("Duplicate tool output for call_id: c1.")),
+            ("a reused call id", json!([user(), fc("c1"), out("c1"), fc("c1")]), err("Duplicate 'call_id': c1.")),
+            ("an output before its call", json!([user(), out("c1"), fc("c1")]), err("No tool call found for tool output with call_id c1.")),
+            (
+                "an empty call id",
+                json!([user(), fc(""), out("")]),
+                err("Invalid 'input[1].call_id': empty string. Expected a string with minimum length 1, but got an empty string instead."),
+            ),
+            (
+                "custom tool call arguments are compact JSON",
+                json!([user(), {"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": "é\"\n"}, {"type": "custom_tool_call_output", "call_id": "c"}]),
+                ok(&["user:u", "assistant:|calls=c", "tool:|id=c"]),
+            ),
+        ];
+        for (name, items, expected) in cases {
+            assert_eq!(run(V4, items), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn version_rules() {
+        let namespaced = json!([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "namespace": "ns"}, out("c")]);
+        let names = |version| {
+            let input: Input = serde_json::from_value(namespaced.clone()).unwrap();
+            let converted =
+                convert_input(None, Some(input), version, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new())
+                    .unwrap();
+            converted.messages[0].calls()[0].name.clone()
+        };
+        assert_eq!(names(V4), "ns__f");
+        assert_eq!(names(V41), "ns::f");
+
+        let developer = json!([{"role": "developer", "content": "d"}]);
+        assert_eq!(run(V4, developer.clone()), Ok(vec!["user:d".to_owned()]));
+        assert_eq!(run(V41, developer), Ok(vec!["system:d".to_owned()]));
+
+        let image = json!([{"role": "user", "content": [{"type": "input_text", "text": "<｜image｜> typed"}, {"type": "input_image", "image_url": "http://x/a.png"}]}]);
+        assert_eq!(run(V4, image.clone()), Ok(vec!["user:<｜image｜> typed\n\n[Unsupported Image]".to_owned()]));
+        let input: Input = serde_json::from_value(image).unwrap();
+        let converted =
+            convert_input(None, Some(input), V41, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new()).unwrap();
+        let message = &converted.messages[0];
+        let start = "<｜image｜> typed\n\n".len();
+        assert_eq!(
+            message.image_placeholders,
+            vec![start..start + "<｜image｜>".len()],
+            "only the inserted token is a placeholder"
+        );
+        assert_eq!(message.image_sources[0].path, "input[0]");
+    }
+
+    #[test]
+    fn output_conversion_order() {
+        let bad_image = json!([{"type": "input_image", "image_url": "ftp://x"}]);
+        let function = json!([user(), {"type": "function_call_output", "call_id": "a", "output": bad_image}]);
+        assert_eq!(
+            run(V41, function),
+            Err("input[1]: Unsupported image_url format".to_owned()),
+            "function output: content first"
+        );
+        let custom = json!([user(), {"type": "custom_tool_call_output", "call_id": "a", "output": bad_image}]);
+        assert_eq!(
+            run(V41, custom),
+            Err("No tool call found for tool output with call_id a.".to_owned()),
+            "custom output: pairing first"
+        );
+        let assistant =
+            json!([user(), {"role": "assistant", "content": [{"type": "input_image", "image_url": "ftp://x"}]}]);
+        assert_eq!(run(V41, assistant), Err("input[1]: Image in assistant message is unsupported".to_owned()));
     }
 }

@@ -47,10 +47,10 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
             Tool::Function(f) => {
                 used.insert(f.name.clone());
             }
-            Tool::Custom(c) if c.name == apply_patch::NAME => {
-                used.insert(c.name.clone());
+            Tool::Custom { name } if name == apply_patch::NAME => {
+                used.insert(name.clone());
             }
-            Tool::ToolSearch(t) if t.execution == Some(Execution::Client) && version.is_v41() => {
+            Tool::ToolSearch { execution, .. } if *execution == Some(Execution::Client) && version.is_v41() => {
                 used.insert(TOOL_SEARCH.to_owned());
             }
             _ => {}
@@ -58,17 +58,17 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
     }
     let mut names = Vec::with_capacity(tools.len());
     for tool in tools {
-        let Tool::Namespace(ns) = tool else {
+        let Tool::Namespace { name: ns_name, tools: members, .. } = tool else {
             names.push(Vec::new());
             continue;
         };
-        let mut members = Vec::with_capacity(ns.tools.len());
-        for member in &ns.tools {
+        let mut assigned = Vec::with_capacity(members.len());
+        for member in members {
             let inner = match member {
                 NamespaceMember::Function(f) => &f.name,
                 NamespaceMember::Custom { name } => name,
             };
-            let base = namespaced_name(&ns.name, inner, version);
+            let base = namespaced_name(ns_name, inner, version);
             let mut name = base.clone();
             let mut suffix = 1;
             while used.contains(&name) {
@@ -76,14 +76,15 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
                 suffix += 1;
             }
             used.insert(name.clone());
-            members.push(name);
+            assigned.push(name);
         }
-        names.push(members);
+        names.push(assigned);
     }
     names
 }
 
 /// A tool that passed the first checks, waiting for the schema and uniqueness checks.
+#[derive(Debug, Clone)]
 pub struct Pending {
     name: String,
     /// For a namespace member, the name before any `_N` suffix.
@@ -93,46 +94,54 @@ pub struct Pending {
     strict: Option<bool>,
     /// Built-in tools (apply_patch) are stored as they are.
     builtin: bool,
+    /// Loaded by a tool search.
+    defer_loading: bool,
 }
 
 impl Pending {
-    /// Check the schema now: the tool as stored (parameters validated or normalized).
-    pub fn validated(self, defer_loading: bool) -> Result<ValidatedTool, ConversionError> {
-        let parameters = if self.builtin {
-            self.parameters
-        } else {
-            Some(tools::validate_parameters(&self.name, self.parameters, self.strict == Some(true))?)
-        };
-        let definition = ToolDefinition {
-            name: self.name,
-            description: self.description,
-            parameters,
-            strict: self.strict,
-            defer_loading,
-        };
-        Ok(ValidatedTool { definition, namespaced_base: self.namespaced_base })
+    /// Mark a tool as loaded by a tool search.
+    pub fn deferred(self) -> Self {
+        Self { defer_loading: true, ..self }
     }
-}
 
-/// A tool whose schema is checked.
-#[derive(Debug, Clone)]
-pub struct ValidatedTool {
-    pub definition: ToolDefinition,
-    namespaced_base: Option<String>,
-}
-
-impl ValidatedTool {
     /// Record the tool's name in `taken`. A namespace member whose name is taken gets the
     /// first free `_N` suffix (other names are left for the uniqueness check).
     pub fn claim_name(&mut self, taken: &mut HashSet<String>) {
         if let Some(base) = &self.namespaced_base {
             let mut suffix = 1;
-            while taken.contains(&self.definition.name) {
-                self.definition.name = format!("{base}_{suffix}");
+            while taken.contains(&self.name) {
+                self.name = format!("{base}_{suffix}");
                 suffix += 1;
             }
         }
-        taken.insert(self.definition.name.clone());
+        taken.insert(self.name.clone());
+    }
+
+    /// The tool as announced before its schema is checked (a missing schema shown as `{}`).
+    pub fn provisional(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: Some(self.parameters.clone().unwrap_or_else(|| Value::Object(Map::new()))),
+            strict: self.strict,
+            defer_loading: self.defer_loading,
+        }
+    }
+
+    /// Check the schema: the tool as stored (parameters validated or normalized).
+    fn validated(self) -> Result<ToolDefinition, ConversionError> {
+        let parameters = if self.builtin {
+            self.parameters
+        } else {
+            Some(tools::validate_parameters(&self.name, self.parameters, self.strict == Some(true))?)
+        };
+        Ok(ToolDefinition {
+            name: self.name,
+            description: self.description,
+            parameters,
+            strict: self.strict,
+            defer_loading: self.defer_loading,
+        })
     }
 }
 
@@ -160,6 +169,7 @@ pub fn check_declared(
         parameters,
         strict,
         builtin: false,
+        defer_loading: false,
     };
     for (i, tool) in tools.iter().enumerate() {
         match tool {
@@ -167,11 +177,11 @@ pub fn check_declared(
                 tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].name"))?;
                 pending.push(plain(f.name.clone(), f.description.clone(), f.parameters.clone(), f.strict));
             }
-            Tool::Namespace(ns) => {
-                tools::validate_tool_name(&ns.name, &format!("{path}tools[{i}].name"))?;
+            Tool::Namespace { name: ns_name, description: ns_description, tools: members } => {
+                tools::validate_tool_name(ns_name, &format!("{path}tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
                 let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
-                for (j, (member, name)) in ns.tools.iter().zip(names).enumerate() {
+                for (j, (member, name)) in members.iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
                         NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, path, i, j)),
@@ -182,31 +192,32 @@ pub fn check_declared(
                     }
                     pending.push(Pending {
                         name: name.clone(),
-                        namespaced_base: Some(namespaced_name(&ns.name, &f.name, version)),
+                        namespaced_base: Some(namespaced_name(ns_name, &f.name, version)),
                         description: namespaced_description(
-                            ns.description.as_deref(),
+                            ns_description.as_deref(),
                             f.description.as_deref(),
                             version,
                         ),
                         parameters: f.parameters.clone(),
                         strict: f.strict,
                         builtin: false,
+                        defer_loading: false,
                     });
                 }
             }
-            Tool::Custom(c) => {
-                if c.name != apply_patch::NAME {
+            Tool::Custom { name } => {
+                if name != apply_patch::NAME {
                     return Err(ConversionError::new(format!(
                         "Unsupported custom tool: '{}'. Only 'apply_patch' is supported.",
-                        c.name
+                        name
                     )));
                 }
                 let def = apply_patch::definition(version);
                 pending.push(Pending { builtin: true, ..plain(def.name, def.description, def.parameters, def.strict) });
             }
-            Tool::ToolSearch(t) => {
-                if t.execution == Some(Execution::Client) && version.is_v41() {
-                    pending.push(plain(TOOL_SEARCH.to_owned(), t.description.clone(), t.parameters.clone(), None));
+            Tool::ToolSearch { execution, description, parameters } => {
+                if *execution == Some(Execution::Client) && version.is_v41() {
+                    pending.push(plain(TOOL_SEARCH.to_owned(), description.clone(), parameters.clone(), None));
                 }
             }
             Tool::WebSearch(_) | Tool::WebSearch20250826(_) => {
@@ -220,27 +231,17 @@ pub fn check_declared(
     Ok(pending)
 }
 
-/// The second checks, tool by tool: unique names, then the parameter schema, for the
-/// declared tools; then unique names for the tools loaded by tool search (schemas already
-/// checked). Returns the canonical tools, loaded ones last.
-pub fn validate_declared(
-    pending: Vec<Pending>,
-    loaded: Vec<ValidatedTool>,
-) -> Result<Vec<ToolDefinition>, ConversionError> {
+/// The second checks, tool by tool in order (declared, then loaded by tool search): a
+/// name seen before gives `Tool names must be unique.`, then the parameter schema is
+/// checked. Returns the canonical tools.
+pub fn validate_declared(pending: Vec<Pending>) -> Result<Vec<ToolDefinition>, ConversionError> {
     let mut names = HashSet::new();
-    let mut out = Vec::with_capacity(pending.len() + loaded.len());
+    let mut out = Vec::with_capacity(pending.len());
     for tool in pending {
         if !names.insert(tool.name.clone()) {
             return Err(ConversionError::new(TOOL_NAMES_UNIQUE));
         }
-        out.push(tool.validated(false)?.definition);
-    }
-    for tool in loaded {
-        let definition = tool.definition;
-        if !names.insert(definition.name.clone()) {
-            return Err(ConversionError::new(TOOL_NAMES_UNIQUE));
-        }
-        out.push(definition);
+        out.push(tool.validated()?);
     }
     Ok(out)
 }
@@ -257,11 +258,11 @@ pub fn namespace_map(
     for (i, tool) in tools.iter().enumerate() {
         match tool {
             Tool::Function(f) => tools::validate_tool_name(&f.name, &format!("tools[{i}].name"))?,
-            Tool::Namespace(ns) => {
-                tools::validate_tool_name(&ns.name, &format!("tools[{i}].name"))?;
+            Tool::Namespace { name: ns_name, tools: members, .. } => {
+                tools::validate_tool_name(ns_name, &format!("tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
                 let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
-                for (j, (member, name)) in ns.tools.iter().zip(names).enumerate() {
+                for (j, (member, name)) in members.iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
                         NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, "", i, j)),
@@ -270,7 +271,7 @@ pub fn namespace_map(
                     if !inner_names.insert(f.name.as_str()) {
                         return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
                     }
-                    map.insert(name.clone(), (ns.name.clone(), f.name.clone()));
+                    map.insert(name.clone(), (ns_name.clone(), f.name.clone()));
                 }
             }
             _ => {}
@@ -301,68 +302,178 @@ pub fn requested_choice(
     })
 }
 
+/// A function tool as replies and tool listings spell it.
+fn function_entry(f: &wire::ResponsesFunctionTool) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("type".to_owned(), Value::from("function"));
+    entry.insert("name".to_owned(), Value::from(f.name.clone()));
+    entry.insert("description".to_owned(), optional(&f.description));
+    entry.insert("parameters".to_owned(), f.parameters.clone().unwrap_or(Value::Null));
+    entry.insert("strict".to_owned(), f.strict.map_or(Value::Null, Value::from));
+    entry
+}
+
+fn optional(s: &Option<String>) -> Value {
+    s.clone().map_or(Value::Null, Value::from)
+}
+
+fn typed(kind: &str) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("type".to_owned(), Value::from(kind));
+    entry
+}
+
+/// One tool as the reference serializes it (namespaces nested), or `None` for an
+/// unsupported type.
+fn tool_entry(tool: &Tool) -> Option<Value> {
+    let entry = match tool {
+        Tool::Function(f) => function_entry(f),
+        Tool::Namespace { name, description, tools } => {
+            let mut entry = typed("namespace");
+            entry.insert("name".to_owned(), Value::from(name.clone()));
+            entry.insert("description".to_owned(), optional(description));
+            let members = tools
+                .iter()
+                .map(|member| match member {
+                    NamespaceMember::Function(f) => Value::Object(function_entry(f)),
+                    NamespaceMember::Custom { name } => {
+                        let mut custom = typed("custom");
+                        custom.insert("name".to_owned(), Value::from(name.clone()));
+                        Value::Object(custom)
+                    }
+                })
+                .collect();
+            entry.insert("tools".to_owned(), Value::Array(members));
+            entry
+        }
+        Tool::Custom { name } => {
+            let mut entry = typed("custom");
+            entry.insert("name".to_owned(), Value::from(name.clone()));
+            entry
+        }
+        Tool::ToolSearch { execution, description, parameters } => {
+            let mut entry = typed(TOOL_SEARCH);
+            let execution = execution.map(|e| match e {
+                Execution::Client => "client",
+                Execution::Server => "server",
+            });
+            entry.insert("execution".to_owned(), execution.map_or(Value::Null, Value::from));
+            entry.insert("description".to_owned(), optional(description));
+            entry.insert("parameters".to_owned(), parameters.clone().unwrap_or(Value::Null));
+            entry
+        }
+        Tool::WebSearch(w) | Tool::WebSearch20250826(w) => {
+            let mut entry =
+                typed(if matches!(tool, Tool::WebSearch(_)) { "web_search" } else { "web_search_2025_08_26" });
+            entry.insert("search_context_size".to_owned(), w.search_context_size_json());
+            entry.insert("user_location".to_owned(), w.user_location_json());
+            entry
+        }
+        Tool::Unsupported => return None,
+    };
+    Some(Value::Object(entry))
+}
+
 /// The content of the tool message answering a `tool_search_call`: the loaded tools as a
 /// compact JSON array, namespace members flattened with their namespace attached.
 /// `index` is the item's position (for the error an unsupported tool type gives).
 pub fn loaded_listing(tools: &[Tool], index: usize) -> Result<String, ConversionError> {
-    let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::from);
-    let function = |f: &wire::FunctionTool| {
-        let mut entry = Map::new();
-        entry.insert("type".to_owned(), Value::from("function"));
-        entry.insert("name".to_owned(), Value::from(f.name.clone()));
-        entry.insert("description".to_owned(), opt(&f.description));
-        entry.insert("parameters".to_owned(), f.parameters.clone().unwrap_or(Value::Null));
-        entry.insert("strict".to_owned(), f.strict.map_or(Value::Null, Value::from));
-        entry
-    };
     let mut out = Vec::new();
     for tool in tools {
         match tool {
-            Tool::Function(f) => out.push(Value::Object(function(f))),
-            Tool::Namespace(ns) => {
-                for member in &ns.tools {
+            Tool::Namespace { name, description, tools: members } => {
+                for member in members {
                     if let NamespaceMember::Function(f) = member {
-                        let mut entry = function(f);
+                        let mut entry = function_entry(f);
                         let mut namespace = Map::new();
-                        namespace.insert("name".to_owned(), Value::from(ns.name.clone()));
-                        namespace.insert("description".to_owned(), opt(&ns.description));
+                        namespace.insert("name".to_owned(), Value::from(name.clone()));
+                        namespace.insert("description".to_owned(), optional(description));
                         entry.insert("namespace".to_owned(), Value::Object(namespace));
                         out.push(Value::Object(entry));
                     }
                 }
             }
-            Tool::Custom(c) => {
-                let mut entry = Map::new();
-                entry.insert("type".to_owned(), Value::from("custom"));
-                entry.insert("name".to_owned(), Value::from(c.name.clone()));
-                out.push(Value::Object(entry));
-            }
-            Tool::ToolSearch(t) => {
-                let mut entry = Map::new();
-                entry.insert("type".to_owned(), Value::from(TOOL_SEARCH));
-                let execution = t.execution.map(|e| match e {
-                    Execution::Client => "client",
-                    Execution::Server => "server",
-                });
-                entry.insert("execution".to_owned(), execution.map_or(Value::Null, Value::from));
-                entry.insert("description".to_owned(), opt(&t.description));
-                entry.insert("parameters".to_owned(), t.parameters.clone().unwrap_or(Value::Null));
-                out.push(Value::Object(entry));
-            }
-            Tool::WebSearch(w) | Tool::WebSearch20250826(w) => {
-                let kind = if matches!(tool, Tool::WebSearch(_)) { "web_search" } else { "web_search_2025_08_26" };
-                let mut entry = Map::new();
-                entry.insert("type".to_owned(), Value::from(kind));
-                entry.insert("search_context_size".to_owned(), w.search_context_size_json());
-                entry.insert("user_location".to_owned(), w.user_location_json());
-                out.push(Value::Object(entry));
-            }
-            Tool::Unsupported => {
-                return Err(ConversionError::new(format!(
-                    "input[{index}]: the enum variant ResponsesTool::Unsupported cannot be serialized"
-                )))
-            }
+            other => match tool_entry(other) {
+                Some(entry) => out.push(entry),
+                None => {
+                    return Err(ConversionError::new(format!(
+                        "input[{index}]: the enum variant ResponsesTool::Unsupported cannot be serialized"
+                    )))
+                }
+            },
         }
     }
     Ok(Value::Array(out).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use serde_json::json;
+
+    const V4: ModelVersion = ModelVersion::DeepseekV4Pro;
+    const V41: ModelVersion = ModelVersion::DeepseekV41Flash;
+
+    fn tools(value: Value) -> Vec<Tool> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn namespaced_descriptions() {
+        let cases = [
+            (V4, Some("N"), Some("d"), Some("d")),
+            (V4, Some("N"), None, None),
+            (V41, Some("N"), Some("d"), Some("N\nd")),
+            (V41, Some("N"), None, Some("N\n")),
+            (V41, Some(""), Some("d"), Some("d")),
+            (V41, None, Some("d"), Some("d")),
+        ];
+        for (version, ns, inner, expected) in cases {
+            assert_eq!(namespaced_description(ns, inner, version).as_deref(), expected, "{version:?} {ns:?} {inner:?}");
+        }
+    }
+
+    #[test]
+    fn colliding_namespace_members_get_suffixes() {
+        let ns = json!({"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "a"}]});
+        let declared = tools(json!([ns, {"type": "function", "name": "ns__a_1"}, ns, ns]));
+        let map = namespace_map(&declared, V4).unwrap();
+        let names: Vec<&str> = map.keys().map(String::as_str).collect();
+        assert_eq!(names, ["ns__a", "ns__a_2", "ns__a_3"]);
+        let names: Vec<String> = namespace_map(&tools(json!([ns, ns])), V41).unwrap().into_keys().collect();
+        assert_eq!(names, ["ns::a", "ns::a_1"]);
+    }
+
+    #[test]
+    fn first_checks() {
+        let check = |value: Value, version| {
+            check_declared(&tools(value), version, WebSearchBehavior::Reject, "")
+                .map(|p| p.into_iter().map(|t| t.name).collect::<Vec<_>>())
+                .map_err(|e| e.message)
+        };
+        assert_eq!(check(json!([{"type": "tool_search", "execution": "client"}]), V4), Ok(vec![]));
+        assert_eq!(
+            check(json!([{"type": "tool_search", "execution": "client"}]), V41),
+            Ok(vec!["tool_search".to_owned()])
+        );
+        assert_eq!(check(json!([{"type": "file_search"}, {"type": "mcp"}]), V4), Ok(vec![]));
+        assert_eq!(check(json!([{"type": "web_search"}]), V4), Err(SERVER_TOOLS.to_owned()));
+        assert_eq!(
+            check(json!([{"type": "custom", "name": "x"}]), V4),
+            Err("Unsupported custom tool: 'x'. Only 'apply_patch' is supported.".to_owned())
+        );
+        assert_eq!(
+            check(json!([{"type": "namespace", "name": "n", "tools": [{"type": "custom", "name": "apply_patch"}]}]), V4),
+            Err("Currently custom tools are not allowed inside a namespace. Found custom tool 'apply_patch' in tools[0].tools[0].".to_owned())
+        );
+        assert_eq!(
+            check(
+                json!([{"type": "namespace", "name": "n", "tools": [{"type": "function", "name": "a"}, {"type": "function", "name": "a"}]}]),
+                V4
+            ),
+            Err(NAMESPACE_NAMES_UNIQUE.to_owned())
+        );
+    }
 }

@@ -134,7 +134,7 @@ pub enum ImageDetail {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct ImagePart {
+pub struct ResponsesInputImage {
     pub image_url: Option<String>,
     pub file_id: Option<String>,
     pub detail: Option<ImageDetail>,
@@ -145,7 +145,7 @@ pub struct ImagePart {
 pub enum ResponsesContentBlock {
     InputText { text: String },
     OutputText { text: String },
-    InputImage(ImagePart),
+    InputImage(ResponsesInputImage),
     InputFile {},
 }
 
@@ -221,7 +221,7 @@ impl<'de> Deserialize<'de> for ToolOutput {
 #[allow(clippy::enum_variant_names)] // the variant names are the wire's type tags
 pub enum ResponsesToolCallOutputItem {
     InputText { text: String },
-    InputImage(ImagePart),
+    InputImage(ResponsesInputImage),
     InputFile {},
 }
 
@@ -230,25 +230,35 @@ pub enum ResponsesToolCallOutputItem {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponsesTool {
     // Variant order matters: serde also accepts a variant's index as the tag.
-    Function(FunctionTool),
-    WebSearch(WebSearchTool),
+    Function(ResponsesFunctionTool),
+    WebSearch(ResponsesWebSearchTool),
     #[serde(rename = "web_search_2025_08_26")]
-    WebSearch20250826(WebSearchTool),
-    Namespace(NamespaceTool),
-    Custom(CustomTool),
-    ToolSearch(ToolSearchTool),
+    WebSearch20250826(ResponsesWebSearchTool),
+    Namespace {
+        name: String,
+        description: Option<String>,
+        tools: Vec<ResponsesNamespaceTool>,
+    },
+    Custom {
+        name: String,
+    },
+    ToolSearch {
+        execution: Option<Execution>,
+        description: Option<String>,
+        parameters: Option<Value>,
+    },
     #[serde(other)]
     Unsupported,
 }
 
 /// A web search tool: dropped or refused, only listed back when a tool search loads one.
 #[derive(Debug, Clone, Deserialize)]
-pub struct WebSearchTool {
+pub struct ResponsesWebSearchTool {
     pub user_location: Option<ResponsesUserLocation>,
     pub search_context_size: Option<Verbosity>,
 }
 
-impl WebSearchTool {
+impl ResponsesWebSearchTool {
     pub fn search_context_size_json(&self) -> Value {
         self.search_context_size.map_or(Value::Null, |s| Value::from(s.as_str()))
     }
@@ -274,7 +284,7 @@ pub struct ResponsesUserLocation {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct FunctionTool {
+pub struct ResponsesFunctionTool {
     pub name: String,
     pub description: Option<String>,
     pub parameters: Option<Value>,
@@ -282,21 +292,9 @@ pub struct FunctionTool {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct CustomTool {
-    pub name: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct NamespaceTool {
-    pub name: String,
-    pub description: Option<String>,
-    pub tools: Vec<ResponsesNamespaceTool>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponsesNamespaceTool {
-    Function(FunctionTool),
+    Function(ResponsesFunctionTool),
     Custom { name: String },
 }
 
@@ -305,13 +303,6 @@ pub enum ResponsesNamespaceTool {
 pub enum Execution {
     Client,
     Server,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct ToolSearchTool {
-    pub execution: Option<Execution>,
-    pub description: Option<String>,
-    pub parameters: Option<Value>,
 }
 
 /// `tool_choice`: a mode string or a tool choice object.
@@ -380,7 +371,7 @@ impl Verbosity {
 pub struct ResponsesTextConfig {
     #[serde(default)]
     pub format: ResponsesTextFormat,
-    #[allow(dead_code)] // shape-checked only: the reference ignores it
+    #[allow(dead_code)] // shape-checked only: the reference only echoes it
     pub verbosity: Option<Verbosity>,
 }
 
@@ -389,18 +380,15 @@ pub struct ResponsesTextConfig {
 pub enum ResponsesTextFormat {
     #[default]
     Text,
-    JsonSchema(JsonSchemaFormat),
+    JsonSchema {
+        #[allow(dead_code)] // shape-checked only: the reference only echoes it
+        name: String,
+        schema: Value,
+        strict: Option<bool>,
+        #[allow(dead_code)] // shape-checked only: the reference only echoes it
+        description: Option<String>,
+    },
     JsonObject,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct JsonSchemaFormat {
-    #[allow(dead_code)] // shape-checked only: the reference ignores it
-    pub name: String,
-    pub schema: Value,
-    pub strict: Option<bool>,
-    #[allow(dead_code)] // shape-checked only: the reference ignores it
-    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -414,7 +402,7 @@ pub enum ReasoningSummary {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ResponsesReasoningConfig {
     pub effort: Option<RequestedEffort>,
-    #[allow(dead_code)] // shape-checked only: the reference ignores it
+    #[allow(dead_code)] // shape-checked only: the reference only echoes it
     pub summary: Option<ReasoningSummary>,
     #[allow(dead_code)] // shape-checked only: the deprecated spelling of `summary`
     pub generate_summary: Option<ReasoningSummary>,
