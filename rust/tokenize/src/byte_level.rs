@@ -11,6 +11,23 @@ fn spells_itself(byte: u8) -> bool {
     matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF)
 }
 
+/// Byte to character: how byte-level pre-tokenizers spell each byte.
+fn byte_to_char() -> &'static [char; 256] {
+    static TABLE: OnceLock<[char; 256]> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = ['\0'; 256];
+        for (&c, &byte) in char_to_byte() {
+            table[usize::from(byte)] = c;
+        }
+        table
+    })
+}
+
+/// The character that spells `byte`.
+pub fn byte_char(byte: u8) -> char {
+    byte_to_char()[usize::from(byte)]
+}
+
 /// Character to byte, for the 256 characters of the alphabet.
 fn char_to_byte() -> &'static std::collections::HashMap<char, u8> {
     static TABLE: OnceLock<std::collections::HashMap<char, u8>> = OnceLock::new();
@@ -44,7 +61,16 @@ pub fn token_bytes(token: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::token_bytes;
+    use super::{byte_char, token_bytes};
+
+    #[test]
+    fn every_byte_round_trips() {
+        for byte in 0..=u8::MAX {
+            assert_eq!(token_bytes(&byte_char(byte).to_string()), [byte], "{byte}");
+        }
+        assert_eq!(byte_char(b' '), '\u{120}');
+        assert_eq!(byte_char(b'\n'), '\u{10A}');
+    }
 
     #[test]
     fn spells_bytes_like_gpt2() {

@@ -22,7 +22,10 @@ pub struct TokenizeError {
 
 impl TokenizeError {
     pub(crate) fn new(kind: TokenizeErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// The reference's wording for every failure while encoding a rendered conversation.

@@ -5,12 +5,24 @@
 //!
 //! Any Hugging Face `tokenizer.json` loads; the pipeline is the `tokenizers` crate's, run
 //! once with the file's added vocabulary ([`Tokenizer::encode`]) and once with an empty one
-//! ([`Tokenizer::encode_plain`], used for every prompt gap).
+//! ([`Tokenizer::encode_plain`], used for every prompt gap). For byte-level files of the
+//! usual shape the plain pipeline runs directly on the same regex engine and model,
+//! skipping `tokenizers`' alignment bookkeeping (`plain_pipeline.rs`); with exactly the
+//! DeepSeek V4 pre-tokenizer, its regexes are replaced by a hand-written splitter whose
+//! character classes are read from the regex engine (`v4_pieces.rs`). Both are tested
+//! against `tokenizers` itself, as is the BPE on ids used for short pieces
+//! (`fast_bpe.rs`). Long prompt gaps are memoized (`gap_cache.rs`).
+//!
+//! `Tokenizer` is immutable and `Send + Sync`; gaps are encoded in parallel on rayon.
 
 mod byte_level;
 mod error;
+mod fast_bpe;
+mod gap_cache;
+mod plain_pipeline;
 mod prompt;
 mod tokenizer;
+mod v4_pieces;
 
 pub use error::{TokenizeError, TokenizeErrorKind};
 pub use prompt::Parallelism;

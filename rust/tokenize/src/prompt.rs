@@ -8,10 +8,12 @@
 //! `plain("") ++ [id(<｜User｜>)] ++ plain("hi") ++ [id(<｜Assistant｜>)] ++ plain("")`.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
+use crate::gap_cache::MIN_CACHED_GAP;
 use crate::tokenizer::Tokenizer;
 
 /// Whether the gaps of one prompt are encoded on the rayon pool or one after another.
@@ -36,7 +38,9 @@ impl<'p> Segments<'p> {
         let mut cursor = 0;
         for range in ranges {
             let (Some(gap), Some(special)) = (
-                prompt.get(cursor..range.start).filter(|_| range.start >= cursor),
+                prompt
+                    .get(cursor..range.start)
+                    .filter(|_| range.start >= cursor),
                 prompt.get(range.clone()),
             ) else {
                 return Err(invalid_range(prompt, range));
@@ -65,7 +69,11 @@ fn invalid_range(prompt: &str, range: &Range<usize>) -> TokenizeError {
 impl Tokenizer {
     /// Encode a rendered prompt: `special_ranges` (ascending byte ranges) by added-vocabulary
     /// lookup, the gaps between them as plain text with no added-token matching, in parallel.
-    pub fn encode_prompt(&self, prompt: &str, special_ranges: &[Range<usize>]) -> Result<Vec<u32>, TokenizeError> {
+    pub fn encode_prompt(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+    ) -> Result<Vec<u32>, TokenizeError> {
         self.encode_prompt_with(prompt, special_ranges, Parallelism::Parallel)
     }
 
@@ -98,22 +106,60 @@ impl Tokenizer {
                 })
             })
             .collect::<Result<Vec<u32>, _>>()?;
-        let gap_ids: Vec<Vec<u32>> = match parallelism {
-            Parallelism::Parallel => {
-                segments.gaps.par_iter().map(|gap| self.encode_plain(gap)).collect::<Result<_, _>>()?
-            }
-            Parallelism::Sequential => {
-                segments.gaps.iter().map(|gap| self.encode_plain(gap)).collect::<Result<_, _>>()?
-            }
+        let gap_ids: Vec<GapIds> = match parallelism {
+            Parallelism::Parallel => segments
+                .gaps
+                .par_iter()
+                .map(|gap| self.encode_gap(gap))
+                .collect::<Result<_, _>>()?,
+            Parallelism::Sequential => segments
+                .gaps
+                .iter()
+                .map(|gap| self.encode_gap(gap))
+                .collect::<Result<_, _>>()?,
         };
-        let total = special_ids.len() + gap_ids.iter().map(Vec::len).sum::<usize>();
+        let total = special_ids.len()
+            + gap_ids
+                .iter()
+                .map(|gap| gap.as_slice().len())
+                .sum::<usize>();
         let mut ids = Vec::with_capacity(total);
-        let mut gaps = gap_ids.into_iter();
+        let mut gaps = gap_ids.iter();
         for special in special_ids {
-            ids.extend(gaps.next().unwrap_or_default());
+            ids.extend_from_slice(gaps.next().map(GapIds::as_slice).unwrap_or_default());
             ids.push(special);
         }
-        ids.extend(gaps.flatten());
+        for gap in gaps {
+            ids.extend_from_slice(gap.as_slice());
+        }
         Ok(ids)
+    }
+
+    /// One gap's ids, from the gap cache when the gap is long enough to be worth it.
+    fn encode_gap(&self, gap: &str) -> Result<GapIds, TokenizeError> {
+        if gap.len() < MIN_CACHED_GAP || self.gap_cache.budget() == 0 {
+            return self.encode_plain(gap).map(GapIds::Owned);
+        }
+        if let Some(ids) = self.gap_cache.get(gap) {
+            return Ok(GapIds::Shared(ids));
+        }
+        let ids: Arc<[u32]> = self.encode_plain(gap)?.into();
+        self.gap_cache.insert(gap, Arc::clone(&ids));
+        Ok(GapIds::Shared(ids))
+    }
+}
+
+/// A gap's ids: freshly encoded, or shared with the gap cache.
+enum GapIds {
+    Owned(Vec<u32>),
+    Shared(Arc<[u32]>),
+}
+
+impl GapIds {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            GapIds::Owned(ids) => ids,
+            GapIds::Shared(ids) => ids,
+        }
     }
 }

@@ -5,12 +5,15 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use tokenizers::{AddedVocabulary, DecoderWrapper, Model, Tokenizer as HfTokenizer};
 
 use crate::byte_level;
 use crate::error::{TokenizeError, TokenizeErrorKind};
+use crate::fast_bpe::FastBpe;
+use crate::gap_cache::GapCache;
+use crate::plain_pipeline::PlainPipeline;
 
 /// A Hugging Face `tokenizer.json` loaded for prompt encoding.
 ///
@@ -19,9 +22,16 @@ pub struct Tokenizer {
     /// The pipeline exactly as the file describes it, added vocabulary included.
     full: HfTokenizer,
     /// The same pipeline with no added vocabulary: what prompt text is encoded with.
-    plain: HfTokenizer,
+    plain: Arc<HfTokenizer>,
+    /// The plain model's merges on ids (`fast_bpe.rs`), built in the background at load;
+    /// `None` inside when the model is not a plain byte-level BPE.
+    fast_bpe: Arc<OnceLock<Option<FastBpe>>>,
+    /// The plain pipeline run directly, when the file's shape allows it (same ids, faster).
+    direct: Option<PlainPipeline>,
     /// Added-vocabulary spelling to id, for special ranges.
     added: HashMap<String, u32>,
+    /// Ids of recently encoded prompt gaps, by their text.
+    pub(crate) gap_cache: GapCache,
     /// Raw bytes of every id, built on first use (the stream decoder's table).
     bytes: OnceLock<HashMap<u32, Box<[u8]>>>,
 }
@@ -36,11 +46,28 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 impl Tokenizer {
+    /// Default budget of the prompt-gap cache: text plus ids, in bytes.
+    pub const DEFAULT_GAP_CACHE_BYTES: usize = 64 << 20;
+
+    /// Replace the prompt-gap cache with an empty one of `bytes` budget; 0 disables it.
+    #[must_use]
+    pub fn with_gap_cache_bytes(mut self, bytes: usize) -> Self {
+        self.gap_cache = GapCache::new(bytes);
+        self
+    }
+
+    /// Number of prompt gaps currently cached.
+    pub fn gap_cache_len(&self) -> usize {
+        self.gap_cache.len()
+    }
+
     /// Parse `tokenizer.json` text. Errors carry the parser's message as is, for example
     /// `expected ident at line 1 column 2` or `Model missing. at line 1 column 2`.
     #[allow(clippy::should_implement_trait)] // the reference API's name; it returns our error type
     pub fn from_str(json: &str) -> Result<Self, TokenizeError> {
-        let full: HfTokenizer = json.parse().map_err(|e: tokenizers::Error| load_error(&*e))?;
+        let full: HfTokenizer = json
+            .parse()
+            .map_err(|e: tokenizers::Error| load_error(&*e))?;
         Ok(Self::from_hf(full))
     }
 
@@ -61,7 +88,24 @@ impl Tokenizer {
             .iter()
             .map(|(spelling, id)| (spelling.clone(), *id))
             .collect();
-        Self { full, plain, added, bytes: OnceLock::new() }
+        let direct = PlainPipeline::recognise(&plain);
+        let plain = Arc::new(plain);
+        let fast_bpe = Arc::new(OnceLock::new());
+        if direct.is_some() {
+            let (plain, fast_bpe) = (Arc::clone(&plain), Arc::clone(&fast_bpe));
+            rayon::spawn(move || {
+                fast_bpe.get_or_init(|| FastBpe::build(plain.get_model()));
+            });
+        }
+        Self {
+            full,
+            plain,
+            fast_bpe,
+            direct,
+            added,
+            gap_cache: GapCache::new(Self::DEFAULT_GAP_CACHE_BYTES),
+            bytes: OnceLock::new(),
+        }
     }
 
     /// Full-vocabulary encode (added tokens matched), no BOS and no post-processor specials.
@@ -78,6 +122,18 @@ impl Tokenizer {
     /// Like the reference, truncation and padding configured in `tokenizer.json` apply to
     /// each call (so to each prompt gap); the DeepSeek file configures neither.
     pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
+        if let Some(direct) = &self.direct {
+            let bpe = self.fast_bpe.get().and_then(Option::as_ref);
+            return direct
+                .encode(self.plain.get_model(), bpe, text)
+                .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e));
+        }
+        self.encode_plain_by_tokenizers(text)
+    }
+
+    /// [`Tokenizer::encode_plain`] always through `tokenizers`' own pipeline (the definition
+    /// the direct pipeline is tested against).
+    pub fn encode_plain_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
         if text.is_empty() && self.plain.get_padding().is_none() {
             return Ok(Vec::new());
         }
@@ -87,6 +143,39 @@ impl Tokenizer {
             .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e))
     }
 
+    /// Whether plain text is encoded by the direct pipeline (see `plain_pipeline.rs`) rather
+    /// than through `tokenizers`' generic one. The ids are the same either way.
+    pub fn uses_direct_pipeline(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Whether the file has exactly the DeepSeek V4 pre-tokenizer, which is then split by
+    /// hand (`v4_pieces.rs`, after [`Tokenizer::warm_up`] or once ready) and long texts are
+    /// cut at safe newlines and encoded in parallel.
+    pub fn uses_deepseek_v4_splitter(&self) -> bool {
+        self.direct
+            .as_ref()
+            .is_some_and(PlainPipeline::is_deepseek_v4)
+    }
+
+    /// Wait until every fast path is ready. Loading starts, in the background, reading the
+    /// character classes of the hand-written DeepSeek V4 splitter (once per process) and
+    /// building the merge table on ids (once per tokenizer), a fraction of a second each;
+    /// until they are done the same ids come from the regex engine and the model. Call this
+    /// before measuring, or to pay that cost up front.
+    pub fn warm_up(&self) {
+        if let Some(direct) = &self.direct {
+            direct.warm_up();
+            self.fast_bpe
+                .get_or_init(|| FastBpe::build(self.plain.get_model()));
+        }
+    }
+
+    /// Whether short pieces are merged on ids directly (`fast_bpe.rs`), once ready.
+    pub fn uses_fast_bpe(&self) -> bool {
+        self.fast_bpe.get().is_some_and(Option::is_some)
+    }
+
     /// The id of `spelling` in the added vocabulary, if it is there (special or not).
     pub fn added_token_id(&self, spelling: &str) -> Option<u32> {
         self.added.get(spelling).copied()
@@ -94,7 +183,9 @@ impl Tokenizer {
 
     /// Every added-vocabulary spelling with its id, in no particular order.
     pub fn added_tokens(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.added.iter().map(|(spelling, id)| (spelling.as_str(), *id))
+        self.added
+            .iter()
+            .map(|(spelling, id)| (spelling.as_str(), *id))
     }
 
     /// The id of a token string: added vocabulary first, then the model vocabulary.
@@ -105,6 +196,14 @@ impl Tokenizer {
     /// The token string of an id (for byte-level vocabularies, the mapped form, e.g. `Ġ`).
     pub fn id_to_token(&self, id: u32) -> Option<String> {
         self.full.id_to_token(id)
+    }
+
+    /// Whether `id` belongs to the added vocabulary (special or not).
+    pub fn is_added_id(&self, id: u32) -> bool {
+        self.full
+            .get_added_vocabulary()
+            .get_added_tokens_decoder()
+            .contains_key(&id)
     }
 
     /// Whether `id` is an added token flagged `special` in `tokenizer.json`.
@@ -125,7 +224,10 @@ impl Tokenizer {
     /// Byte-level vocabularies map each character back to its byte; added tokens and other
     /// decoders give the token's own text (for other decoders, as the decoder renders it).
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        self.bytes.get_or_init(|| self.build_byte_table()).get(&id).map(|bytes| &bytes[..])
+        self.bytes
+            .get_or_init(|| self.build_byte_table())
+            .get(&id)
+            .map(|bytes| &bytes[..])
     }
 
     /// Decode ids to text with the file's decoder (lossy at incomplete UTF-8).
@@ -138,7 +240,12 @@ impl Tokenizer {
     fn build_byte_table(&self) -> HashMap<u32, Box<[u8]>> {
         let byte_level = matches!(self.full.get_decoder(), Some(DecoderWrapper::ByteLevel(_)));
         let added = self.full.get_added_vocabulary().get_added_tokens_decoder();
-        let model_tokens = self.full.get_model().get_vocab().into_iter().map(|(token, id)| (id, token));
+        let model_tokens = self
+            .full
+            .get_model()
+            .get_vocab()
+            .into_iter()
+            .map(|(token, id)| (id, token));
         let added_tokens = added.iter().map(|(id, token)| (*id, token.content.clone()));
         // Added tokens come last so they win, as in Hugging Face's own id lookup.
         let tokens: HashMap<u32, String> = model_tokens.chain(added_tokens).collect();
@@ -159,4 +266,3 @@ impl Tokenizer {
 fn load_error(error: &(dyn std::error::Error + Send + Sync)) -> TokenizeError {
     TokenizeError::new(TokenizeErrorKind::Load, error.to_string())
 }
-

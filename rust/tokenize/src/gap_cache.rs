@@ -1,0 +1,130 @@
+//! Memoized prompt gaps. An agent conversation is re-encoded on every turn with a prompt
+//! that only grew; caching each gap's ids by its exact text makes a re-encode cost only the
+//! new gaps. Keys are the gap texts themselves (no hash-only keys, so no collision can
+//! return another text's ids).
+//!
+//! Bounded by a byte budget (text plus ids) in two generations: entries are added to the
+//! current one; when it exceeds half the budget it becomes the previous one and the old
+//! previous is dropped. A hit in the previous generation moves the entry back to current.
+//! Small gaps are not cached: encoding them costs less than the bookkeeping.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Gaps shorter than this many bytes are encoded every time.
+pub(crate) const MIN_CACHED_GAP: usize = 256;
+
+pub(crate) struct GapCache {
+    budget: usize,
+    generations: Mutex<Generations>,
+}
+
+#[derive(Default)]
+struct Generations {
+    current: HashMap<Box<str>, Arc<[u32]>>,
+    current_bytes: usize,
+    previous: HashMap<Box<str>, Arc<[u32]>>,
+}
+
+fn cost(text: &str, ids: &[u32]) -> usize {
+    text.len()
+        .saturating_add(ids.len().saturating_mul(std::mem::size_of::<u32>()))
+}
+
+impl GapCache {
+    /// A cache holding at most about `budget` bytes of gap text and ids.
+    pub(crate) fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            generations: Mutex::new(Generations::default()),
+        }
+    }
+
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Generations> {
+        // A panic elsewhere while holding the lock leaves the maps consistent (each
+        // operation is a single insert or remove), so a poisoned lock is still usable.
+        self.generations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn get(&self, text: &str) -> Option<Arc<[u32]>> {
+        let mut generations = self.lock();
+        if let Some(ids) = generations.current.get(text) {
+            return Some(Arc::clone(ids));
+        }
+        let (key, ids) = generations.previous.remove_entry(text)?;
+        generations.insert(key, Arc::clone(&ids), self.budget);
+        Some(ids)
+    }
+
+    pub(crate) fn insert(&self, text: &str, ids: Arc<[u32]>) {
+        if cost(text, &ids) > self.budget / 2 {
+            return;
+        }
+        self.lock().insert(text.into(), ids, self.budget);
+    }
+
+    /// Number of cached gaps (both generations).
+    pub(crate) fn len(&self) -> usize {
+        let generations = self.lock();
+        generations.current.len() + generations.previous.len()
+    }
+}
+
+impl Generations {
+    fn insert(&mut self, text: Box<str>, ids: Arc<[u32]>, budget: usize) {
+        let added = cost(&text, &ids);
+        if self.current_bytes.saturating_add(added) > budget / 2 {
+            self.previous = std::mem::take(&mut self.current);
+            self.current_bytes = 0;
+        }
+        if self.current.insert(text, ids).is_none() {
+            self.current_bytes = self.current_bytes.saturating_add(added);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::GapCache;
+
+    fn ids(n: u32) -> std::sync::Arc<[u32]> {
+        (0..n).collect::<Vec<u32>>().into()
+    }
+
+    #[test]
+    fn hits_return_the_stored_ids() {
+        let cache = GapCache::new(1 << 20);
+        cache.insert("alpha", ids(3));
+        assert_eq!(cache.get("alpha").as_deref(), Some(&[0, 1, 2][..]));
+        assert_eq!(cache.get("beta"), None);
+    }
+
+    #[test]
+    fn generations_bound_the_size_and_keep_recent_entries() {
+        // Budget 200: a generation holds up to 100 bytes; each entry costs 10 + 4 * 5 = 30.
+        let cache = GapCache::new(200);
+        let texts: Vec<String> = (0..20).map(|i| format!("text-{i:05}")).collect();
+        for text in &texts {
+            cache.insert(text, ids(5));
+            assert!(cache.get(text).is_some(), "just inserted {text}");
+            assert!(cache.len() <= 6, "{} entries", cache.len());
+        }
+        assert!(cache.get(&texts[0]).is_none(), "oldest entries are dropped");
+        assert!(cache.get(&texts[19]).is_some());
+    }
+
+    #[test]
+    fn entries_larger_than_a_generation_are_not_kept() {
+        let cache = GapCache::new(64);
+        cache.insert("big", ids(100));
+        assert_eq!(cache.len(), 0);
+    }
+}

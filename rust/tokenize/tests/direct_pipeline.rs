@@ -1,0 +1,193 @@
+//! The direct plain pipeline (`plain_pipeline.rs`) against `tokenizers`' own pipeline on
+//! the same file: identical ids on hand-picked edge cases and on generated texts drawn from
+//! every character class the DeepSeek pre-tokenizer regexes distinguish.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+#[test]
+fn the_deepseek_file_takes_the_direct_pipeline() {
+    assert!(common::tokenizer().uses_direct_pipeline());
+    assert!(common::tokenizer().uses_deepseek_v4_splitter());
+    assert!(common::tokenizer().uses_fast_bpe());
+}
+
+/// Word-like pieces of every length around the fast BPE's limit (64 bytes), from letters
+/// weighted like English plus some multi-byte characters, to exercise many merges.
+#[test]
+fn word_pieces_of_every_length_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let letters: Vec<char> = "eeeeeettttaaaoooiiinnnsssshhrrdllcumwfgypbvkjxqz EEETAON éüñß中ж"
+        .chars()
+        .collect();
+    let mut state: u64 = 7;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        usize::try_from(state >> 33).unwrap()
+    };
+    for round in 0..4000 {
+        let len = 1 + next() % 90;
+        let text: String = (0..len).map(|_| letters[next() % letters.len()]).collect();
+        assert_eq!(
+            tokenizer.encode_plain(&text).unwrap(),
+            tokenizer.encode_plain_by_tokenizers(&text).unwrap(),
+            "round {round}: {text:?}"
+        );
+    }
+}
+
+/// A file whose pre-tokenizer is spelled differently (here an equivalent first regex) is
+/// not recognised as DeepSeek V4 and runs its regexes directly; the ids do not change.
+#[test]
+fn other_regex_spellings_run_the_regexes_directly() {
+    let mut json: serde_json::Value = serde_json::from_str(common::tokenizer_json()).unwrap();
+    json["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "[\\p{N}]{1,3}".into();
+    let tokenizer = deepseek_tokenize::Tokenizer::from_str(&json.to_string()).unwrap();
+    assert!(tokenizer.uses_direct_pipeline());
+    assert!(!tokenizer.uses_deepseek_v4_splitter());
+    let text = "Hello 12345 中文 <｜User｜>\n\n  x = [1, 2];\t😀 e\u{301}";
+    assert_eq!(
+        tokenizer.encode_plain(text).unwrap(),
+        tokenizer.encode_plain_by_tokenizers(text).unwrap()
+    );
+    assert_eq!(
+        tokenizer.encode_plain(text).unwrap(),
+        common::tokenizer().encode_plain(text).unwrap()
+    );
+}
+
+/// Texts long enough to be cut (over 64 KiB) at every kind of line start, compared with
+/// `tokenizers` encoding the whole text in one go.
+#[test]
+fn long_texts_cut_at_newlines_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let line_starts = [
+        "word",
+        " indented",
+        "\ttab",
+        ".dot",
+        "\"quote",
+        "'s",
+        "123",
+        "１２",
+        "中文",
+        "ひら",
+        "\r\n",
+        "\n",
+        "  \n",
+        "<｜User｜>",
+        "-dash",
+        "#hash",
+        "{",
+        "}",
+        "é",
+        "x\u{301}",
+        "😀",
+        "\u{a0}nbsp",
+        "\u{3000}",
+    ];
+    for (round, repeat) in [(0, 6000), (1, 12000)] {
+        let mut text = String::new();
+        let mut state: u64 = 99 + round;
+        for line in 0..repeat {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let start = line_starts[usize::try_from(state >> 33).unwrap() % line_starts.len()];
+            text.push_str(start);
+            text.push_str(if line % 3 == 0 {
+                " some text, more: 42.\n"
+            } else {
+                "body\n"
+            });
+        }
+        assert!(
+            text.len() > 64 << 10,
+            "{} bytes is too short to be cut",
+            text.len()
+        );
+        assert_eq!(
+            tokenizer.encode_plain(&text).unwrap(),
+            tokenizer.encode_plain_by_tokenizers(&text).unwrap(),
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn edge_cases_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let cases = [
+        ("empty", ""),
+        ("one space", " "),
+        ("trailing spaces", "word   "),
+        ("spaces before newline", "a  \n  b"),
+        ("crlf runs", "a\r\n\r\n\rb\n"),
+        ("lone carriage return", "x\ry"),
+        ("digits", "1234567 89 0"),
+        ("other-script digits", "٣٤٥٦ ７８９ ²³ ⅫⅣ"),
+        ("cjk and kana", "中文字符ひらがなカタカナ한국어"),
+        ("cjk beyond the range", "龦龧𠀀𪚥"),
+        ("punctuation runs", "...!!!???\n\n;;"),
+        ("punct then letters", ".hello,world-foo_bar"),
+        ("symbols", "$100 + €200 = ¥300 ™ © ±"),
+        ("combining marks", "e\u{301}a\u{308} \u{301}\u{302}x"),
+        ("emoji with zwj", "👩‍👩‍👧 👍🏽 🇯🇵"),
+        (
+            "unicode spaces",
+            "a\u{a0}b\u{3000}c\u{2028}d\u{2029}e\u{85}f\u{1680}g\u{202f}h",
+        ),
+        ("control characters", "\u{0}\u{1}a\u{7f}b\u{1b}[0m\u{feff}"),
+        ("zero width", "a\u{200b}b\u{200c}c\u{200d}d\u{2060}e"),
+        ("tabs and vertical tab", "\tx\u{b}y\u{c}z"),
+        ("code", "fn main() {\n    println!(\"{}\", x[0]);\n}\n"),
+        ("json", "{\"a\": [1, 2.5e-3, null], \"b\": {\"c\": \"d\"}}"),
+        (
+            "private use and unassigned",
+            "\u{e000}\u{f8ff}\u{10ffff}\u{378}",
+        ),
+        ("surrogate-adjacent", "\u{d7ff}\u{e000}\u{fffd}"),
+        (
+            "typed specials",
+            "<｜User｜><｜Assistant｜></think><｜DSML｜invoke name=\"x\">",
+        ),
+    ];
+    for (name, text) in cases {
+        assert_eq!(
+            tokenizer.encode_plain(text).unwrap(),
+            tokenizer.encode_plain_by_tokenizers(text).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+const POOL: &[&str] = &[
+    "a", "Z", "é", "ß", "Ω", "ж", "ا", "א", "ก", "中", "ひ", "カ", "한", "𠀀", "0", "7", "٣", "７",
+    "²", " ", "  ", "\n", "\r", "\t", "\u{a0}", "\u{3000}", ".", ",", "!", "?", "-", "_", "'",
+    "\"", "(", ")", "{", "}", "[", "]", "<", ">", "/", "\\", "|", "｜", "▁", "$", "€", "+", "=",
+    "^", "`", "~", "😀", "\u{301}", "\u{200d}", "\u{0}", "\u{7f}", "\u{85}", "\u{2028}",
+    "\u{feff}", "think", "User", "DSML", "<｜", "｜>", "</", "the", " the", "\n\n", " \n",
+];
+
+#[test]
+fn generated_texts_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let mut state: u64 = 0x5eed;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        usize::try_from(state >> 33).unwrap()
+    };
+    for round in 0..3000 {
+        let len = next() % 40;
+        let text: String = (0..len).map(|_| POOL[next() % POOL.len()]).collect();
+        assert_eq!(
+            tokenizer.encode_plain(&text).unwrap(),
+            tokenizer.encode_plain_by_tokenizers(&text).unwrap(),
+            "round {round}: {text:?}"
+        );
+    }
+}
