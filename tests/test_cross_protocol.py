@@ -25,11 +25,12 @@ TOOLS = [
      "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
 ]
 
-text = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]) | st.sampled_from(["\n", "<｜User｜>", "</think>"]),
+text = st.lists(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8)
+    | st.sampled_from(["\n", "<｜User｜>", "</think>", "｜DSML｜", " "]),
     min_size=1,
-    max_size=30,
-).filter(lambda s: s.strip() != "")
+    max_size=5,
+).map("".join).filter(lambda s: s.strip() != "")
 
 
 @dataclass
