@@ -24,5 +24,8 @@ rm -rf "$WHEELS" && mkdir -p "$WHEELS"
 echo "== stub check"
 (cd /tmp && "$VENV/bin/python" -m mypy.stubtest deepseek_recipe._native --allowlist "$OLDPWD/tests/stubtest-allowlist.txt")
 
+echo "== type check (mypy strict: package and tests)"
+"$VENV/bin/python" -m mypy
+
 echo "== python tests"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

@@ -71,6 +71,6 @@ def test_dialect_errors(protocol: str, body: dict[str, Any], outcome: str, detai
     except Exception as e:  # a PanicException (BaseException) would escape and fail the test
         assert (type(e).__name__, str(e)) == (outcome, detail)
         if isinstance(e, dr.ConversionError):
-            assert e.status_code == 400  # type: ignore[attr-defined]
+            assert e.status_code == 400
         return
     assert (outcome, converted.inference_options.max_tokens) == ("ok", detail)

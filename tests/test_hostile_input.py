@@ -67,8 +67,10 @@ def test_cycles_and_non_str_keys() -> None:
     cyclic.append(cyclic)
     with pytest.raises(ValueError, match="circular reference in JSON input"):
         dr.ChatCompletionRequest({"model": MODEL, "messages": cyclic})
+    int_keyed: dict[Any, Any] = {"model": MODEL, "messages": []}
+    int_keyed[1] = 2
     with pytest.raises(TypeError, match="JSON object keys must be str"):
-        dr.ChatCompletionRequest({"model": MODEL, "messages": [], 1: 2})
+        dr.ChatCompletionRequest(int_keyed)
     shared = {"role": "user", "content": "same"}
     convert_chat({"model": MODEL, "messages": [shared, {"role": "assistant", "content": "a"}, shared]})
 
@@ -115,8 +117,8 @@ def test_semantic_errors_carry_status_and_body() -> None:
     with pytest.raises(dr.ConversionError) as info:
         convert_chat({"model": "nope", "messages": [{"role": "user", "content": "x"}]})
     err = info.value
-    assert err.status_code == 400  # type: ignore[attr-defined]
-    body = json.loads(err.body)  # type: ignore[attr-defined]
+    assert err.status_code == 400
+    body = json.loads(err.body)
     assert body["error"]["type"] == "invalid_request_error"
     assert body["error"]["message"] == str(err)
 

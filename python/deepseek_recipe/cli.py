@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         options = dr.ConversionOptions(default_thinking_mode=not args.no_thinking)
         converted = request.convert(options)
     except dr.ConversionError as e:
-        print(f"error ({e.status_code}): {e}", file=sys.stderr)  # type: ignore[attr-defined]
+        print(f"error ({e.status_code}): {e}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
