@@ -28,11 +28,6 @@ REFERENCE_ALL = {
 
 # Compatible names not provided yet, each with the capability that brings it.
 NOT_YET = {
-    # streaming output (issue: the way back)
-    "ChatCompletionChunk", "ChatCompletionChunkGenerator", "ChatCompletionResponse",
-    "InferenceChunk", "InferenceFinishReason", "MessagesChunkGenerator", "MessagesResponse",
-    "MessagesStreamEvent", "PromptUsage", "ResponsesChunkGenerator", "ResponsesEcho",
-    "ResponsesResponse", "ResponsesStreamEvent", "StreamProcessor",
     # image fetching and preprocessing
     "ImageInfo", "ImageQuota", "ImageResolver", "MultiModalData", "OpenCvImagePreprocessor",
     "PreprocessOptions", "ReqwestImageFetcher",

@@ -454,6 +454,115 @@ class ChatCompletionRequest:
     @property
     def model(self) -> str: ...
     def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+    @staticmethod
+    def chunk_generator(request: ConversationRequest, id: str, model: str) -> ChatCompletionChunkGenerator:
+        """The Chat Completions generator for ``request`` (thinking mode, usage reporting)."""
+
+@final
+class ChatCompletionChunkGenerator:
+    """A Chat Completions chunk generator; consumed by a ``StreamProcessor``."""
+
+@final
+class ChatCompletionChunk:
+    """One ``chat.completion.chunk``; consumed by ``ChatCompletionResponse.accumulate``."""
+
+    def to_json(self) -> str: ...
+
+@final
+class ChatCompletionResponse:
+    """The non-streaming ``chat.completion``, accumulated from chunks."""
+
+    def __new__(
+        cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int
+    ) -> Self: ...
+    def accumulate(self, chunk: ChatCompletionChunk) -> None:
+        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+    def to_json(self) -> str: ...
+    @staticmethod
+    def sse_event_name(chunk: ChatCompletionChunk) -> None:
+        """Chat chunks are unnamed SSE ``data:`` events."""
+    @staticmethod
+    def sse_done_data() -> str:
+        """``[DONE]``."""
+
+@final
+class PromptUsage:
+    """Prompt-side usage from the backend's ``ready`` chunk."""
+
+    def __new__(cls, *, prompt_tokens: int = 0, prompt_cache_hit_tokens: int = 0) -> Self: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def prompt_cache_hit_tokens(self) -> int: ...
+
+@final
+class InferenceFinishReason:
+    """Why the backend stopped generating."""
+
+    Stop: InferenceFinishReason
+    Length: InferenceFinishReason
+    ContentFilter: InferenceFinishReason
+
+@final
+class InferenceChunk:
+    """One chunk from the inference backend: ``ready``, ``text``, ``tokens`` or ``finish``."""
+
+    @staticmethod
+    def ready(
+        *, prompt_usage: PromptUsage | None = None, system_fingerprint: str | None = None
+    ) -> InferenceChunk: ...
+    @staticmethod
+    def text(content: str, token_count: int = 0) -> InferenceChunk: ...
+    @staticmethod
+    def tokens(
+        token_ids: Sequence[int],
+        logprobs: Sequence[tuple[float, Sequence[tuple[int, float]]]] | None = None,
+    ) -> InferenceChunk:
+        """Token ids, optionally with one ``(logprob, [(token_id, logprob), ...])`` per id."""
+    @staticmethod
+    def finish(finish_reason: InferenceFinishReason) -> InferenceChunk: ...
+    @property
+    def kind(self) -> Literal["ready", "text", "tokens", "finish"]: ...
+    @property
+    def content(self) -> str | None: ...
+    @property
+    def token_ids(self) -> list[int] | None: ...
+    @property
+    def finish_reason(self) -> InferenceFinishReason | None: ...
+    @property
+    def prompt_usage(self) -> PromptUsage | None: ...
+    @property
+    def token_count(self) -> int | None:
+        """The token count of a ``text`` chunk; ``None`` for the other kinds."""
+    @property
+    def system_fingerprint(self) -> str | None: ...
+
+@final
+class StreamProcessor:
+    """Parses one response's output into its protocol's chunks or events.
+
+    Mutable: not for sharing across threads.
+    """
+
+    def __new__(
+        cls,
+        generator: ChatCompletionChunkGenerator | ResponsesChunkGenerator | MessagesChunkGenerator,
+        options: ParsingOptions,
+        tokenizer: Tokenizer | None = None,
+    ) -> Self: ...
+    @property
+    def finished(self) -> bool:
+        """The stream completed (finish chunk, stop sequence or ``finish()``) and is not closed."""
+    def push(
+        self, chunk: InferenceChunk
+    ) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
+        """Process one chunk. Raises ``RuntimeError`` after completion or close, and on stream
+        errors (a ``tokens`` chunk without a tokenizer, a logprob count that differs from the
+        id count), which close the processor."""
+    def finish(self) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
+        """Flush and complete the stream; ``[]`` once completed."""
+    def close(self) -> None:
+        """Release the processor without completing the stream."""
 
 @final
 class ResponsesRequest:
@@ -463,6 +572,64 @@ class ResponsesRequest:
     @property
     def model(self) -> str: ...
     def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+    @staticmethod
+    def chunk_generator(request: ConversationRequest, id: str, model: str) -> ResponsesChunkGenerator:
+        """The Responses generator for ``request``: it reports the request's own settings."""
+    def echo(self) -> ResponsesEcho:
+        """The settings response objects report. Raises ``RuntimeError`` after ``convert``."""
+    def namespace_tool_map(self, options: ConversionOptions) -> dict[str, tuple[str, str]]:
+        """Flattened namespaced function names mapped to ``(namespace, local name)``. Raises
+        ``ConversionError`` for an invalid tool declaration, ``RuntimeError`` after ``convert``."""
+
+@final
+class ResponsesChunkGenerator:
+    """A Responses event generator; consumed by a ``StreamProcessor`` or a ``with_*`` call."""
+
+    def with_namespace_tool_map(self, namespace_tool_map: dict[str, tuple[str, str]]) -> ResponsesChunkGenerator:
+        """Consume this generator; parsed names found in the map become ``name`` + ``namespace``."""
+    def with_echo(self, echo: ResponsesEcho) -> ResponsesChunkGenerator:
+        """Consume this generator; response objects report ``echo`` instead."""
+
+@final
+class ResponsesEcho:
+    """The request settings a Responses response object reports (defaults: an unspecified request)."""
+
+    def __new__(cls) -> Self: ...
+    @property
+    def instructions(self) -> str | None: ...
+    @property
+    def max_output_tokens(self) -> int | None: ...
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def top_p(self) -> float: ...
+    @property
+    def top_logprobs(self) -> int: ...
+    @property
+    def user(self) -> str | None: ...
+
+@final
+class ResponsesStreamEvent:
+    """One Responses stream event; consumed by ``ResponsesResponse.accumulate``."""
+
+    def to_json(self) -> str: ...
+
+@final
+class ResponsesResponse:
+    """The final Responses response object, accumulated from stream events."""
+
+    def __new__(
+        cls, id: str, model: str, created_at: int, prompt_tokens: int, prompt_cache_hit_tokens: int
+    ) -> Self: ...
+    def accumulate(self, chunk: ResponsesStreamEvent) -> None:
+        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+    def to_json(self) -> str: ...
+    @staticmethod
+    def sse_event_name(chunk: ResponsesStreamEvent) -> str:
+        """The event's ``type``."""
+    @staticmethod
+    def sse_done_data() -> None:
+        """Responses streams have no terminal data message."""
 
 @final
 class MessagesRequest:
@@ -472,6 +639,40 @@ class MessagesRequest:
     @property
     def model(self) -> str: ...
     def convert(self, options: ConversionOptions) -> ConversationRequest: ...
+    @staticmethod
+    def chunk_generator(request: ConversationRequest, id: str, model: str) -> MessagesChunkGenerator:
+        """The Messages generator for ``request``'s resolved thinking mode."""
+
+@final
+class MessagesChunkGenerator:
+    """A Messages event generator; consumed by a ``StreamProcessor`` or ``with_signature``."""
+
+    def __new__(cls, id: str, model: str, thinking_mode: bool) -> Self: ...
+    def with_signature(self, signature: str) -> MessagesChunkGenerator:
+        """Consume this generator; thinking blocks end with ``signature``, not the response ID."""
+
+@final
+class MessagesStreamEvent:
+    """One Messages stream event; consumed by ``MessagesResponse.accumulate``."""
+
+    def to_json(self) -> str: ...
+
+@final
+class MessagesResponse:
+    """The non-streaming Messages response, accumulated from stream events."""
+
+    def __new__(
+        cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int
+    ) -> Self: ...
+    def accumulate(self, chunk: MessagesStreamEvent) -> None:
+        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+    def to_json(self) -> str: ...
+    @staticmethod
+    def sse_event_name(chunk: MessagesStreamEvent) -> str:
+        """The event's ``type``."""
+    @staticmethod
+    def sse_done_data() -> None:
+        """Messages streams have no terminal data message."""
 
 @final
 class Tokenizer:

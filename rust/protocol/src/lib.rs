@@ -11,6 +11,7 @@ pub mod chat;
 pub mod error;
 pub mod intake;
 pub mod messages;
+pub mod reply;
 pub mod responses;
 pub mod schema;
 pub mod thinking;

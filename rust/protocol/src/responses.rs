@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::schema::{self, SchemaUse};
 use crate::tools::RequestedToolChoice;
+use crate::reply::responses::{ReportedSettings, RequestReply};
 use crate::{intake, thinking, tools, ProtocolError};
 
 /// The request fields a Responses reply echoes back (reference defaults filled in), as
@@ -36,6 +37,8 @@ pub struct ResponsesEcho {
 #[derive(Debug, Clone)]
 pub struct ResponsesRequest {
     body: wire::ResponsesRequest,
+    /// What a reply reports, read from the body as sent (conversion completes it).
+    reply: RequestReply,
 }
 
 const STRICT_MIX: &str = "Cannot use strict tool with non-strict tool in the same request";
@@ -46,7 +49,8 @@ const JSON_WORD_MISSING: &str =
 impl ResponsesRequest {
     /// Check the shape of a request body; shape errors are `invalid request body: …`.
     pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
-        Ok(Self { body: intake::from_value(value)? })
+        let reply = RequestReply::from_body(&value);
+        Ok(Self { body: intake::from_value(value)?, reply })
     }
 
     pub fn model(&self) -> &str {
@@ -66,6 +70,11 @@ impl ResponsesRequest {
         }
     }
 
+    /// Every setting a reply reports (Python's `ResponsesRequest.echo()`).
+    pub fn reported_settings(&self) -> ReportedSettings {
+        self.reply.settings.with_scalars(&self.echo())
+    }
+
     /// Flattened namespaced tool name → (namespace, inner name), named as the request's model
     /// version names them.
     pub fn namespace_tool_map(
@@ -80,6 +89,7 @@ impl ResponsesRequest {
     /// checks, input items, returned reasoning, tool schemas, tool_choice, `text.format`, the
     /// strict-tool rules, sampling, `top_logprobs`, `max_output_tokens`.
     pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
+        let reply = self.reply.complete(&self.echo(), self.namespace_tool_map(options).unwrap_or_default());
         let body = self.body;
         let version = options.model_version(&body.model)?;
         let effort = body.reasoning.as_ref().and_then(|r| r.effort);
@@ -166,7 +176,7 @@ impl ResponsesRequest {
             parsing_options,
             model_version: version,
             stream: body.stream.unwrap_or(false),
-            reply: Default::default(),
+            reply: reply.reply_settings(),
         })
     }
 }

@@ -53,3 +53,16 @@ pub fn tokenize(err: TokenizeError) -> PyErr {
 pub fn consumed_request() -> PyErr {
     PyRuntimeError::new_err("protocol request has been consumed")
 }
+
+/// Every stream error is a `RuntimeError` with the processor's message.
+pub fn stream(err: deepseek_stream::processor::StreamError) -> PyErr {
+    PyRuntimeError::new_err(err.to_string())
+}
+
+pub fn consumed_generator() -> PyErr {
+    PyRuntimeError::new_err("chunk generator has been consumed")
+}
+
+pub fn consumed_chunk() -> PyErr {
+    PyRuntimeError::new_err("protocol chunk has been consumed")
+}

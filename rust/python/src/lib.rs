@@ -10,7 +10,11 @@ mod message;
 mod options;
 mod protocol;
 mod pyvalue;
+mod reply_chat;
+mod reply_messages;
+mod reply_responses;
 mod special;
+mod stream;
 mod tokenizer;
 
 use pyo3::prelude::*;
@@ -57,9 +61,26 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::PyResponsesRequest>()?;
     m.add_class::<protocol::PyMessagesRequest>()?;
 
+    m.add_class::<reply_messages::PyMessagesChunkGenerator>()?;
+    m.add_class::<reply_messages::PyMessagesStreamEvent>()?;
+    m.add_class::<reply_messages::PyMessagesResponse>()?;
+
+    m.add_class::<reply_responses::PyResponsesChunkGenerator>()?;
+    m.add_class::<reply_responses::PyResponsesEcho>()?;
+    m.add_class::<reply_responses::PyResponsesStreamEvent>()?;
+    m.add_class::<reply_responses::PyResponsesResponse>()?;
+
     m.add_class::<encoding::PyRenderedPrompt>()?;
     m.add_class::<encoding::PyDeepseekV4Encoding>()?;
     m.add_class::<encoding::PyDeepseekV41Encoding>()?;
     m.add_class::<tokenizer::PyTokenizer>()?;
+
+    m.add_class::<stream::PyPromptUsage>()?;
+    m.add_class::<stream::PyInferenceFinishReason>()?;
+    m.add_class::<stream::PyInferenceChunk>()?;
+    m.add_class::<stream::PyStreamProcessor>()?;
+    m.add_class::<reply_chat::PyChatCompletionChunkGenerator>()?;
+    m.add_class::<reply_chat::PyChatCompletionChunk>()?;
+    m.add_class::<reply_chat::PyChatCompletionResponse>()?;
     Ok(())
 }

@@ -44,8 +44,11 @@ impl<T> Slot<T> {
     }
 }
 
+/// `generator: T` adds the static `chunk_generator(request, id, model)`, built by
+/// `T::from_request(&ConversationRequest, &str, &str) -> T`. `methods: { … }` adds a
+/// protocol's own methods.
 macro_rules! request_class {
-    ($py_name:literal, $rust:ident, $inner:ty, $doc:literal) => {
+    ($py_name:literal, $rust:ident, $inner:ty, $doc:literal $(, generator: $generator:ty)? $(, methods: { $($methods:tt)* })?) => {
         #[doc = $doc]
         #[pyclass(name = $py_name, frozen, module = "deepseek_recipe._native")]
         pub struct $rust {
@@ -76,6 +79,17 @@ macro_rules! request_class {
                     .map(|inner| PyConversationRequest { inner })
                     .map_err(|e| errors::protocol(ProtocolError::from(e)))
             }
+
+            $(
+            /// Construct this protocol's chunk generator from the resolved settings of
+            /// `request`. `id` identifies the response; `model` is the name it reports.
+            #[staticmethod]
+            fn chunk_generator(request: PyRef<'_, PyConversationRequest>, id: &str, model: &str) -> $generator {
+                <$generator>::from_request(&request.inner, id, model)
+            }
+            )?
+
+            $($($methods)*)?
         }
     };
 }
@@ -84,7 +98,37 @@ request_class!(
     "ChatCompletionRequest",
     PyChatCompletionRequest,
     ChatCompletionRequest,
-    "An OpenAI Chat Completions request body, shape-checked."
+    "An OpenAI Chat Completions request body, shape-checked.",
+    generator: crate::reply_chat::PyChatCompletionChunkGenerator
 );
-request_class!("ResponsesRequest", PyResponsesRequest, ResponsesRequest, "An OpenAI Responses request body, shape-checked.");
-request_class!("MessagesRequest", PyMessagesRequest, MessagesRequest, "An Anthropic Messages request body, shape-checked.");
+request_class!(
+    "ResponsesRequest",
+    PyResponsesRequest,
+    ResponsesRequest,
+    "An OpenAI Responses request body, shape-checked.",
+    generator: crate::reply_responses::PyResponsesChunkGenerator,
+    methods: {
+        /// The request settings that response objects report. Conversion preserves them for
+        /// the chunk generator. Raises `RuntimeError` after `convert`.
+        fn echo(&self) -> PyResult<crate::reply_responses::PyResponsesEcho> {
+            self.slot.read(|r| crate::reply_responses::PyResponsesEcho { inner: r.reported_settings() })
+        }
+
+        /// The function names of the declared namespace tools mapped to `(namespace, local
+        /// name)`, as conversion with `options` assigns them. Raises `ConversionError` for an
+        /// invalid tool declaration and `RuntimeError` after `convert`.
+        fn namespace_tool_map(
+            &self,
+            options: PyRef<'_, PyConversionOptions>,
+        ) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
+            self.slot.read(|r| r.namespace_tool_map(&options.inner))?.map_err(errors::conversion)
+        }
+    }
+);
+request_class!(
+    "MessagesRequest",
+    PyMessagesRequest,
+    MessagesRequest,
+    "An Anthropic Messages request body, shape-checked.",
+    generator: crate::reply_messages::PyMessagesChunkGenerator
+);

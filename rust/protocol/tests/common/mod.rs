@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use deepseek_model::{
-    Conversation, ConversationRequest, ConversionError, ConversionOptions, ImageSource, ImageSourceKind, Message,
-    ModelVersion, ParsingOptions, ReasoningContentBehavior, ResponseFormat, Role, SpecialToken, SpecialTokens,
-    ThinkingInitialStage, ToolDefinition, WebSearchBehavior,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, ImageSource,
+    ImageSourceKind, Message, ModelVersion, ParsingOptions, ReasoningContentBehavior,
+    ResponseFormat, Role, SpecialToken, SpecialTokens, ThinkingInitialStage, ToolDefinition,
+    WebSearchBehavior,
 };
 use deepseek_protocol::{intake, ProtocolError};
 use serde_json::{json, Map, Value};
@@ -77,7 +78,10 @@ fn model_version(name: &str) -> ModelVersion {
 }
 
 fn special_token_by_keyword(keyword: &str) -> SpecialToken {
-    SpecialToken::ALL.into_iter().find(|t| t.keyword() == keyword).unwrap_or_else(|| panic!("keyword {keyword}"))
+    SpecialToken::ALL
+        .into_iter()
+        .find(|t| t.keyword() == keyword)
+        .unwrap_or_else(|| panic!("keyword {keyword}"))
 }
 
 pub fn build_special_tokens(spec: &Value) -> SpecialTokens {
@@ -118,13 +122,18 @@ pub fn build_options(o: &Value) -> ConversionOptions {
         opts.messages_web_search = web(v);
     }
     if let Some(table) = o.get("model_versions_by_name") {
-        opts.model_versions_by_name =
-            table.as_object().unwrap().iter().map(|(k, v)| (k.clone(), model_version(v.as_str().unwrap()))).collect();
+        opts.model_versions_by_name = table
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), model_version(v.as_str().unwrap())))
+            .collect();
     }
     if let Some(aliases) = o.get("model_aliases") {
         for pair in aliases.as_array().unwrap() {
             let name = pair[0].as_str().unwrap().to_owned();
-            opts.model_versions_by_name.insert(name, model_version(pair[1].as_str().unwrap()));
+            opts.model_versions_by_name
+                .insert(name, model_version(pair[1].as_str().unwrap()));
         }
     }
     if let Some(st) = o.get("special_tokens") {
@@ -144,7 +153,10 @@ fn base64_decode(text: &str) -> Vec<u8> {
             _ => panic!("bad base64"),
         }
     };
-    let digits: Vec<u8> = text.bytes().filter(|c| *c != b'=' && !c.is_ascii_whitespace()).collect();
+    let digits: Vec<u8> = text
+        .bytes()
+        .filter(|c| *c != b'=' && !c.is_ascii_whitespace())
+        .collect();
     let mut out = Vec::new();
     for chunk in digits.chunks(4) {
         let mut acc = 0u32;
@@ -174,7 +186,8 @@ pub fn is_python_value_error(construct_error: &Value) -> bool {
     let ty = construct_error["type"].as_str().unwrap_or_default();
     let message = construct_error["message"].as_str().unwrap_or_default();
     ty != "ValueError"
-        || !(message.starts_with("invalid JSON request: ") || message.starts_with("invalid request body: "))
+        || !(message.starts_with("invalid JSON request: ")
+            || message.starts_with("invalid request body: "))
 }
 
 pub fn conversion_error(e: &ConversionError) -> Value {
@@ -208,11 +221,21 @@ fn ser_tool_def(t: &ToolDefinition) -> Value {
 
 fn ser_image(s: &ImageSource) -> Value {
     let (class, kind, data_url, url, data) = match &s.kind {
-        ImageSourceKind::DataUrl(d) => ("DataUrlImageSource", "data_url", json!(d), Value::Null, Value::Null),
+        ImageSourceKind::DataUrl(d) => (
+            "DataUrlImageSource",
+            "data_url",
+            json!(d),
+            Value::Null,
+            Value::Null,
+        ),
         ImageSourceKind::Url(u) => ("UrlImageSource", "url", Value::Null, json!(u), Value::Null),
-        ImageSourceKind::Bytes(b) => {
-            ("BytesImageSource", "bytes", Value::Null, Value::Null, json!({"bytes_b64": b64(b)}))
-        }
+        ImageSourceKind::Bytes(b) => (
+            "BytesImageSource",
+            "bytes",
+            Value::Null,
+            Value::Null,
+            json!({"bytes_b64": b64(b)}),
+        ),
     };
     json!({"class": class, "kind": kind, "detail": s.detail.as_str(), "data_url": data_url, "url": url, "data": data, "path": s.path})
 }
@@ -252,14 +275,25 @@ pub fn ser_message(m: &Message) -> Value {
     d.insert(
         "tool_calls".into(),
         m.tool_calls.as_ref().map_or(Value::Null, |calls| {
-            calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect()
+            calls
+                .iter()
+                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect()
         }),
     );
     d.insert("tool_call_id".into(), json!(m.tool_call_id));
     d.insert("prefix".into(), json!(m.prefix));
-    d.insert("image_sources".into(), m.image_sources.iter().map(ser_image).collect());
+    d.insert(
+        "image_sources".into(),
+        m.image_sources.iter().map(ser_image).collect(),
+    );
     if m.role == Role::System {
-        d.insert("tools".into(), m.tools.as_ref().map_or(Value::Null, |t| t.iter().map(ser_tool_def).collect()));
+        d.insert(
+            "tools".into(),
+            m.tools
+                .as_ref()
+                .map_or(Value::Null, |t| t.iter().map(ser_tool_def).collect()),
+        );
     }
     Value::Object(d)
 }
@@ -334,7 +368,9 @@ pub fn ser_request(cr: &ConversationRequest) -> Map<String, Value> {
         RESOLVE_MAX_TOKENS_PROBES
             .iter()
             .map(|&(p, c)| {
-                let r = cr.resolve_max_tokens(p, c).map_or_else(|e| conversion_error(&e), |n| json!(n));
+                let r = cr
+                    .resolve_max_tokens(p, c)
+                    .map_or_else(|e| conversion_error(&e), |n| json!(n));
                 json!([p, c, r])
             })
             .collect(),
@@ -357,13 +393,21 @@ pub fn first_diff(path: &str, expected: &Value, actual: &Value) -> Option<String
                     None => return Some(format!("{sub}: missing")),
                 }
             }
-            a.keys().find(|k| !e.contains_key(*k)).map(|k| format!("{path}.{k}: unexpected"))
+            a.keys()
+                .find(|k| !e.contains_key(*k))
+                .map(|k| format!("{path}.{k}: unexpected"))
         }
-        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => {
-            e.iter().zip(a).enumerate().find_map(|(i, (ev, av))| first_diff(&format!("{path}[{i}]"), ev, av))
-        }
+        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => e
+            .iter()
+            .zip(a)
+            .enumerate()
+            .find_map(|(i, (ev, av))| first_diff(&format!("{path}[{i}]"), ev, av)),
         _ if expected == actual => None,
-        _ => Some(format!("{path}: expected {} != actual {}", short(expected), short(actual))),
+        _ => Some(format!(
+            "{path}: expected {} != actual {}",
+            short(expected),
+            short(actual)
+        )),
     }
 }
 

@@ -1,0 +1,301 @@
+//! Chat Completions on the way back, against the vendored output vectors
+//! (`tests/conformance/outputs/*.json`, protocol `chat_completions`, text mode): each case is
+//! replayed through the real `StreamProcessor` with the Chat emitter exactly as `probe.py`
+//! drives the Python API (ready, text chunks split at code-point offsets, finish chunk, a
+//! late text chunk, then `finish()`), and every chunk's JSON text, every lifecycle error, and
+//! the accumulated `chat.completion` are compared with the recording. Key order is compared
+//! (the JSON is re-serialised with order preserved); `created` of chunks is the wall clock
+//! and tool-call ids are random, so both are normalised as the probe does.
+//!
+//! Cases that need the tokenizer file (token mode, an attached tokenizer) are covered by the
+//! Python harness.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::build_options;
+use deepseek_model::{ParsingOptions, SpecialToken, ThinkingInitialStage};
+use deepseek_protocol::reply::chat::{
+    ChatCompletionChunk, ChatCompletionChunkGenerator, ChatCompletionResponse,
+};
+use deepseek_protocol::ChatCompletionRequest;
+use deepseek_stream::emit::{FinishReason, PromptUsage};
+use deepseek_stream::processor::{InferenceChunk, StreamProcessor, Vocabulary};
+use serde_json::{json, Value};
+
+const RESPONSE_CREATED: u64 = 1_700_000_000;
+
+/// Text mode needs no vocabulary.
+struct NoVocabulary;
+
+impl Vocabulary for NoVocabulary {
+    fn token_bytes(&self, _id: u32) -> Option<&[u8]> {
+        None
+    }
+    fn is_added(&self, _id: u32) -> bool {
+        false
+    }
+    fn count_tokens(&self, _text: &str) -> u64 {
+        0
+    }
+}
+
+fn outputs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/outputs")
+}
+
+fn parsing_options(recorded: &Value, spec: &Value) -> ParsingOptions {
+    let mut options = ParsingOptions {
+        parse_tool_calls: recorded["parse_tool_calls"].as_bool().unwrap(),
+        starts_in_tool_calls: recorded["starts_in_tool_calls"].as_bool().unwrap(),
+        parse_json_output: recorded["parse_json_output"].as_bool().unwrap(),
+        thinking_initial_stage: match recorded["thinking_initial_stage"].as_str() {
+            None => None,
+            Some("ReasoningStart") => Some(ThinkingInitialStage::ReasoningStart),
+            Some("ReasoningContinuation") => Some(ThinkingInitialStage::ReasoningContinuation),
+            Some("ContentContinuation") => Some(ThinkingInitialStage::ContentContinuation),
+            Some(other) => panic!("unknown thinking stage {other}"),
+        },
+        stop_sequences: recorded["stop_sequences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect(),
+        ..ParsingOptions::default()
+    };
+    for token in SpecialToken::ALL {
+        let spelling = recorded["special_tokens"][token.name()].as_str().unwrap();
+        options.special_tokens.set(token, spelling.to_owned());
+    }
+    // The recording is of the options after the case's edits; nothing else to apply.
+    let _ = spec;
+    options
+}
+
+/// The probe's chunk sequence: (label, chunk).
+fn chunks(case: &Value) -> Vec<(&'static str, InferenceChunk)> {
+    let mut items = Vec::new();
+    if let Some(ready) = case.get("ready").filter(|r| !r.is_null()) {
+        items.push((
+            "ready",
+            InferenceChunk::Ready {
+                prompt_usage: PromptUsage {
+                    prompt_tokens: ready["prompt_tokens"].as_u64().unwrap_or(0),
+                    prompt_cache_hit_tokens: ready["prompt_cache_hit_tokens"].as_u64().unwrap_or(0),
+                },
+                system_fingerprint: ready["system_fingerprint"].as_str().map(str::to_owned),
+            },
+        ));
+    }
+    let text: Vec<char> = case["output_text"].as_str().unwrap().chars().collect();
+    let mut bounds = vec![0usize];
+    for point in case["chunks"].as_array().into_iter().flatten() {
+        let p = point.as_u64().unwrap() as usize;
+        if p > 0 && p < text.len() {
+            bounds.push(p);
+        }
+    }
+    bounds.push(text.len());
+    let counts = case["token_counts"].as_array();
+    for (i, window) in bounds.windows(2).enumerate() {
+        let piece: String = text[window[0]..window[1]].iter().collect();
+        let token_count = counts
+            .and_then(|c| c.get(i))
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        items.push((
+            "text",
+            InferenceChunk::Text {
+                content: piece,
+                token_count,
+            },
+        ));
+    }
+    if let Some(reason) = case["finish_reason"].as_str() {
+        let reason = match reason {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "content_filter" => FinishReason::ContentFilter,
+            other => panic!("unknown finish reason {other}"),
+        };
+        items.push(("finish_chunk", InferenceChunk::Finish(reason)));
+    }
+    if let Some(late) = case["after_finish_text"].as_str() {
+        items.push((
+            "text",
+            InferenceChunk::Text {
+                content: late.to_owned(),
+                token_count: 1,
+            },
+        ));
+    }
+    items
+}
+
+/// Tool-call ids' random tails become `<R1>`, `<R2>`, … in order of appearance.
+#[derive(Default)]
+struct Normalizer {
+    tails: HashMap<String, String>,
+}
+
+impl Normalizer {
+    fn id(&mut self, id: &str) -> String {
+        let (head, tail) = if id.get(8..11) == Some("ET_") {
+            id.split_at(11)
+        } else {
+            id.split_at(8.min(id.len()))
+        };
+        let next = format!("<R{}>", self.tails.len() + 1);
+        let name = self.tails.entry(tail.to_owned()).or_insert(next).clone();
+        format!("{head}{name}")
+    }
+
+    fn calls(&mut self, calls: Option<&mut Value>) {
+        for call in calls.and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(id) = call.get("id").and_then(Value::as_str).map(str::to_owned) {
+                call["id"] = Value::String(self.id(&id));
+            }
+        }
+    }
+
+    fn chunk(&mut self, chunk: &ChatCompletionChunk) -> String {
+        let mut value: Value = serde_json::from_str(&chunk.to_json()).unwrap();
+        value["created"] = json!("<now>");
+        self.calls(value["choices"][0]["delta"].get_mut("tool_calls"));
+        serde_json::to_string(&value).unwrap()
+    }
+
+    fn response(&mut self, response: &ChatCompletionResponse) -> String {
+        let mut value: Value = serde_json::from_str(&response.to_json()).unwrap();
+        if let Some(message) = value["choices"].get_mut(0).map(|c| &mut c["message"]) {
+            self.calls(message.get_mut("tool_calls"));
+        }
+        serde_json::to_string(&value).unwrap()
+    }
+}
+
+/// (our steps, the recorded steps, our response, the recorded response)
+fn replay(case: &Value, expected: &Value) -> (Vec<String>, Vec<String>, String, String) {
+    let request = ChatCompletionRequest::from_value(case["request_body"].clone()).unwrap();
+    let converted = request.convert(&build_options(&case["options"])).unwrap();
+    let options = parsing_options(&expected["parsing_options"], &case["parsing"]);
+    let id = case["response_id"].as_str().unwrap_or("resp-conformance-1");
+    let model = case["response_model"]
+        .as_str()
+        .or_else(|| case["request_body"]["model"].as_str())
+        .unwrap_or("m");
+    let generator = ChatCompletionChunkGenerator::new(&converted, id, model);
+    let thinking = generator.thinking;
+    let mut processor: StreamProcessor<_, NoVocabulary> =
+        StreamProcessor::new(generator.emitter(), &options, thinking, None);
+
+    let mut normalizer = Normalizer::default();
+    let mut ours = Vec::new();
+    let mut all = Vec::new();
+    for (label, chunk) in chunks(case) {
+        let mut out = Vec::new();
+        match processor.push(chunk, &mut out) {
+            Ok(()) => {
+                let texts: Vec<String> = out.iter().map(|c| normalizer.chunk(c)).collect();
+                ours.push(format!("{label} {}", texts.join(" | ")));
+                all.extend(out);
+            }
+            Err(error) => {
+                ours.push(format!("{label} error {error}"));
+                break;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    match processor.finish(&mut out) {
+        Ok(()) => {
+            let texts: Vec<String> = out.iter().map(|c| normalizer.chunk(c)).collect();
+            ours.push(format!("finish() {}", texts.join(" | ")));
+            all.extend(out);
+        }
+        Err(error) => ours.push(format!("finish() error {error}")),
+    }
+
+    let mut recorded = Vec::new();
+    for step in expected["steps"].as_array().unwrap() {
+        let label = step["in"].as_str().unwrap();
+        if let Some(error) = step.get("error") {
+            recorded.push(format!(
+                "{label} error {}",
+                error["message"].as_str().unwrap()
+            ));
+            continue;
+        }
+        let texts: Vec<String> = step["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| serde_json::to_string(&e["json"]["data"]).unwrap())
+            .collect();
+        recorded.push(format!("{label} {}", texts.join(" | ")));
+    }
+
+    let ready = &case["ready"];
+    let mut response = ChatCompletionResponse::new(
+        id,
+        model,
+        RESPONSE_CREATED,
+        ready["prompt_tokens"].as_u64().unwrap_or(0),
+        ready["prompt_cache_hit_tokens"].as_u64().unwrap_or(0),
+    );
+    for chunk in all {
+        response.accumulate(chunk);
+    }
+    let ours_response = normalizer.response(&response);
+    let recorded_response = serde_json::to_string(&expected["response"]["data"]).unwrap();
+    (ours, recorded, ours_response, recorded_response)
+}
+
+#[test]
+fn chat_output_vectors_in_text_mode() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(outputs_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let (mut run, mut failed) = (0, Vec::new());
+    for path in files {
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let (case, expected) = (&file["case"], &file["expected"]);
+        let needs_tokenizer = case["mode"] == "tokens" || case["attach_tokenizer"] == true;
+        if case["protocol"] != "chat_completions"
+            || needs_tokenizer
+            || expected.get("steps").is_none()
+        {
+            continue;
+        }
+        run += 1;
+        let (ours, recorded, ours_response, recorded_response) = replay(case, expected);
+        if ours != recorded || ours_response != recorded_response {
+            let id = case["id"].as_str().unwrap().to_owned();
+            let step = ours.iter().zip(&recorded).find(|(a, b)| a != b);
+            let detail = match step {
+                Some((a, b)) => format!("step\n  ours     {a}\n  recorded {b}"),
+                None if ours.len() != recorded.len() => {
+                    format!("steps {} vs {}", ours.len(), recorded.len())
+                }
+                None => {
+                    format!("response\n  ours     {ours_response}\n  recorded {recorded_response}")
+                }
+            };
+            failed.push(format!("{id}: {detail}"));
+        }
+    }
+    assert!(run > 200, "only {run} Chat text-mode cases found");
+    assert!(
+        failed.is_empty(),
+        "{} of {run} cases differ:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}

@@ -1,0 +1,138 @@
+//! Anthropic Messages on the way back: `MessagesChunkGenerator` (consumed by a
+//! `StreamProcessor`), `MessagesStreamEvent` and the accumulated `MessagesResponse`. Thin
+//! wrappers over `deepseek_protocol::reply::messages`.
+
+use std::sync::Mutex;
+
+use deepseek_model::{ConversationRequest, ParsingOptions};
+use deepseek_protocol::reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
+use deepseek_stream::emit::PromptUsage;
+use deepseek_stream::processor::StreamProcessor;
+use pyo3::prelude::*;
+
+use crate::errors;
+use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
+
+/// Take the value out of a consumable slot, or fail with `consumed`.
+fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
+    slot.lock().map_err(|_| consumed())?.take().ok_or_else(consumed)
+}
+
+/// A Messages generator, consumed by a `StreamProcessor` (or by `with_signature`).
+#[pyclass(name = "MessagesChunkGenerator", frozen, module = "deepseek_recipe._native")]
+pub struct PyMessagesChunkGenerator {
+    slot: Mutex<Option<MessagesEmitter>>,
+}
+
+impl PyMessagesChunkGenerator {
+    fn from_emitter(emitter: MessagesEmitter) -> Self {
+        Self { slot: Mutex::new(Some(emitter)) }
+    }
+
+    /// The generator for a converted request (`MessagesRequest.chunk_generator`): thinking
+    /// mode as the request resolved it.
+    pub fn from_request(request: &ConversationRequest, id: &str, model: &str) -> Self {
+        Self::from_emitter(MessagesEmitter::for_request(request, id, model))
+    }
+
+    fn take(&self) -> PyResult<MessagesEmitter> {
+        take_slot(&self.slot, errors::consumed_generator)
+    }
+}
+
+#[pymethods]
+impl PyMessagesChunkGenerator {
+    #[new]
+    fn new(id: &str, model: &str, thinking_mode: bool) -> Self {
+        Self::from_emitter(MessagesEmitter::new(id, model, thinking_mode))
+    }
+
+    /// Consume this generator and return one that ends each thinking block with
+    /// `signature` instead of the response ID.
+    fn with_signature(&self, signature: &str) -> PyResult<Self> {
+        Ok(Self::from_emitter(self.take()?.with_signature(signature)))
+    }
+}
+
+/// The Messages builder of `StreamProcessor` (see the extension point in `stream.rs`).
+pub fn processor_from(
+    generator: &Bound<'_, PyAny>,
+    options: &ParsingOptions,
+    vocabulary: Option<TokenizerVocabulary>,
+) -> PyResult<Option<Box<dyn ProtocolProcessor>>> {
+    let Ok(generator) = generator.cast::<PyMessagesChunkGenerator>() else {
+        return Ok(None);
+    };
+    let emitter = generator.get().take()?;
+    let thinking = emitter.thinking_mode();
+    Ok(Some(Box::new(StreamProcessor::new(emitter, options, thinking, vocabulary))))
+}
+
+/// One Messages stream event; consumed by `MessagesResponse.accumulate`.
+#[pyclass(name = "MessagesStreamEvent", frozen, module = "deepseek_recipe._native")]
+pub struct PyMessagesStreamEvent {
+    slot: Mutex<Option<MessagesStreamEvent>>,
+}
+
+impl PyMessagesStreamEvent {
+    fn read<R>(&self, f: impl FnOnce(&MessagesStreamEvent) -> R) -> PyResult<R> {
+        let guard = self.slot.lock().map_err(|_| errors::consumed_chunk())?;
+        guard.as_ref().map(f).ok_or_else(errors::consumed_chunk)
+    }
+}
+
+impl IntoPyEvent for MessagesStreamEvent {
+    fn into_py_event(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, PyMessagesStreamEvent { slot: Mutex::new(Some(self)) })?.into_any())
+    }
+}
+
+#[pymethods]
+impl PyMessagesStreamEvent {
+    /// The event as compact JSON, keys in wire order.
+    fn to_json(&self) -> PyResult<String> {
+        self.read(MessagesStreamEvent::to_json)
+    }
+}
+
+/// The non-streaming Messages response, accumulated from stream events.
+#[pyclass(name = "MessagesResponse", module = "deepseek_recipe._native")]
+pub struct PyMessagesResponse {
+    inner: MessagesResponse,
+}
+
+#[pymethods]
+impl PyMessagesResponse {
+    /// `created` is accepted like the other protocols' responses; a Messages response
+    /// reports no creation time.
+    #[new]
+    fn new(id: &str, model: &str, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        let _ = created;
+        let prompt = PromptUsage { prompt_tokens, prompt_cache_hit_tokens };
+        Self { inner: MessagesResponse::new(id, model, prompt) }
+    }
+
+    /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.
+    fn accumulate(&mut self, chunk: PyRef<'_, PyMessagesStreamEvent>) -> PyResult<()> {
+        let event = take_slot(&chunk.slot, errors::consumed_chunk)?;
+        self.inner.accumulate(event);
+        Ok(())
+    }
+
+    /// The response as accumulated so far, as compact JSON.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// The SSE event name of `chunk`: its `type`.
+    #[staticmethod]
+    fn sse_event_name(chunk: PyRef<'_, PyMessagesStreamEvent>) -> PyResult<&'static str> {
+        chunk.read(MessagesStreamEvent::event_name)
+    }
+
+    /// Messages streams end without a terminal data message.
+    #[staticmethod]
+    fn sse_done_data() -> Option<&'static str> {
+        None
+    }
+}

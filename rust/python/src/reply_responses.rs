@@ -1,0 +1,200 @@
+//! OpenAI Responses on the way back: the chunk generator a `StreamProcessor` consumes, the
+//! reported request settings (`ResponsesEcho`), the stream events, and the accumulated
+//! `ResponsesResponse`. Thin wrappers over `deepseek_protocol::reply::responses`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use deepseek_model::{ConversationRequest, ParsingOptions};
+use deepseek_protocol::reply::responses::{
+    ReportedSettings, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
+};
+use deepseek_stream::processor::StreamProcessor;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
+
+fn consumed_generator() -> PyErr {
+    PyRuntimeError::new_err("chunk generator has been consumed")
+}
+
+fn consumed_event() -> PyErr {
+    PyRuntimeError::new_err("protocol chunk has been consumed")
+}
+
+/// Take the value out of a consumable slot, or fail with `consumed`.
+fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
+    slot.lock().map_err(|_| consumed())?.take().ok_or_else(consumed)
+}
+
+/// Request settings that Responses response objects report, as the request specified them.
+///
+/// `ResponsesRequest.echo` reads them from a request; the constructor builds the settings of
+/// an unspecified request. The getters expose the scalar settings; the reasoning, text, tool
+/// choice and tool settings are reported only through the response.
+#[pyclass(name = "ResponsesEcho", frozen, module = "deepseek_recipe._native")]
+pub struct PyResponsesEcho {
+    pub inner: ReportedSettings,
+}
+
+#[pymethods]
+impl PyResponsesEcho {
+    #[new]
+    fn new() -> Self {
+        Self { inner: ReportedSettings::default() }
+    }
+
+    #[getter]
+    fn instructions(&self) -> Option<String> {
+        self.inner.instructions.clone()
+    }
+
+    #[getter]
+    fn max_output_tokens(&self) -> Option<u32> {
+        self.inner.max_output_tokens
+    }
+
+    /// The requested temperature as the `f32` the request was read into.
+    #[getter]
+    fn temperature(&self) -> f64 {
+        f64::from(self.inner.temperature)
+    }
+
+    #[getter]
+    fn top_p(&self) -> f64 {
+        f64::from(self.inner.top_p)
+    }
+
+    #[getter]
+    fn top_logprobs(&self) -> u8 {
+        self.inner.top_logprobs
+    }
+
+    #[getter]
+    fn user(&self) -> Option<String> {
+        self.inner.user.clone()
+    }
+}
+
+/// A Rust Responses generator consumed by a stream processor.
+#[pyclass(name = "ResponsesChunkGenerator", frozen, module = "deepseek_recipe._native")]
+pub struct PyResponsesChunkGenerator {
+    generator: Mutex<Option<ResponsesGenerator>>,
+}
+
+impl PyResponsesChunkGenerator {
+    fn from_generator(generator: ResponsesGenerator) -> Self {
+        Self { generator: Mutex::new(Some(generator)) }
+    }
+
+    /// The generator for a converted request (`ResponsesRequest.chunk_generator`): it reports
+    /// the request's own settings and names namespaced tools as the request declared them.
+    pub fn from_request(request: &ConversationRequest, id: &str, model: &str) -> Self {
+        Self::from_generator(ResponsesGenerator::from_request(request, id.to_owned(), model.to_owned()))
+    }
+}
+
+#[pymethods]
+impl PyResponsesChunkGenerator {
+    /// Consume this generator and configure the namespace tool names: a parsed name found in
+    /// the map is reported as its `(namespace, local name)`.
+    fn with_namespace_tool_map(&self, namespace_tool_map: BTreeMap<String, (String, String)>) -> PyResult<Self> {
+        let generator = take_slot(&self.generator, consumed_generator)?;
+        Ok(Self::from_generator(generator.with_namespace_tools(namespace_tool_map)))
+    }
+
+    /// Consume this generator and configure the reported request settings.
+    fn with_echo(&self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
+        let generator = take_slot(&self.generator, consumed_generator)?;
+        Ok(Self::from_generator(generator.with_settings(echo.inner.clone())))
+    }
+}
+
+/// One Responses stream event; consumed by `ResponsesResponse.accumulate`.
+#[pyclass(name = "ResponsesStreamEvent", frozen, module = "deepseek_recipe._native")]
+pub struct PyResponsesStreamEvent {
+    event: Mutex<Option<ResponsesStreamEvent>>,
+}
+
+impl PyResponsesStreamEvent {
+    pub fn new(event: ResponsesStreamEvent) -> Self {
+        Self { event: Mutex::new(Some(event)) }
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&ResponsesStreamEvent) -> R) -> PyResult<R> {
+        let guard = self.event.lock().map_err(|_| consumed_event())?;
+        guard.as_ref().map(f).ok_or_else(consumed_event)
+    }
+}
+
+#[pymethods]
+impl PyResponsesStreamEvent {
+    /// Compact JSON, keys in wire order.
+    fn to_json(&self) -> PyResult<String> {
+        self.read(ResponsesStreamEvent::to_json)
+    }
+}
+
+/// The non-streaming Responses response, accumulated from stream events.
+#[pyclass(name = "ResponsesResponse", module = "deepseek_recipe._native")]
+pub struct PyResponsesResponse {
+    inner: ResponsesResponse,
+}
+
+#[pymethods]
+impl PyResponsesResponse {
+    /// The in-progress response before any event. The events supply the id, model, creation
+    /// time and usage of the final response; the prompt usage is accepted for symmetry with
+    /// the other protocols.
+    #[new]
+    fn new(id: &str, model: &str, created_at: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        let _ = (prompt_tokens, prompt_cache_hit_tokens);
+        Self { inner: ResponsesResponse::new(id.to_owned(), model.to_owned(), created_at) }
+    }
+
+    /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.
+    fn accumulate(&mut self, chunk: PyRef<'_, PyResponsesStreamEvent>) -> PyResult<()> {
+        let event = take_slot(&chunk.event, consumed_event)?;
+        self.inner.accumulate(event);
+        Ok(())
+    }
+
+    /// The response as accumulated so far, as compact JSON.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    /// The SSE event name of `chunk`: its `type`.
+    #[staticmethod]
+    fn sse_event_name(chunk: PyRef<'_, PyResponsesStreamEvent>) -> PyResult<&'static str> {
+        chunk.read(ResponsesStreamEvent::event_type)
+    }
+
+    /// Responses streams end without a terminal data message.
+    #[staticmethod]
+    fn sse_done_data() -> Option<&'static str> {
+        None
+    }
+}
+
+impl IntoPyEvent for ResponsesStreamEvent {
+    fn into_py_event(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(Py::new(py, PyResponsesStreamEvent::new(self))?.into_any())
+    }
+}
+
+/// The [`crate::stream::Builder`] for Responses generators.
+pub fn processor_from(
+    generator: &Bound<'_, PyAny>,
+    options: &ParsingOptions,
+    vocabulary: Option<TokenizerVocabulary>,
+) -> PyResult<Option<Box<dyn ProtocolProcessor>>> {
+    let Ok(generator) = generator.cast::<PyResponsesChunkGenerator>() else {
+        return Ok(None);
+    };
+    let generator = take_slot(&generator.get().generator, consumed_generator)?;
+    let thinking = generator.thinking;
+    let emitter = generator.into_emitter();
+    Ok(Some(Box::new(StreamProcessor::new(emitter, options, thinking, vocabulary))))
+}

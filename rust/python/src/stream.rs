@@ -1,0 +1,383 @@
+//! The way back: `InferenceChunk`, `PromptUsage`, `InferenceFinishReason` and the
+//! `StreamProcessor` that drives one protocol's emitter (`deepseek_stream::processor`).
+//!
+//! Extension point (one per protocol; Chat lives in `reply_chat.rs`). A protocol binding
+//! file adds exactly two things:
+//! 1. `impl IntoPyEvent for <its event type>` (how one event becomes its Python object);
+//! 2. a `processor_from(generator, options, vocabulary)` function with the [`Builder`]
+//!    signature that recognises its generator class, consumes it ("chunk generator has been
+//!    consumed"), and returns `Some(Box::new(deepseek_stream::processor::StreamProcessor::new(
+//!    emitter, options, thinking, vocabulary)))`, or `Ok(None)` for another class;
+//!
+//! then one line in [`BUILDERS`] below. Nothing else here changes: the generic
+//! [`ProtocolProcessor`] impl covers every `StreamProcessor<E, TokenizerVocabulary>` whose
+//! emitter is `Send + Sync + 'static` and whose event implements [`IntoPyEvent`].
+
+use std::sync::Arc;
+
+use deepseek_model::ParsingOptions;
+use deepseek_stream::emit::{Emitter, FinishReason, PromptUsage};
+use deepseek_stream::processor::{
+    ChunkLogprob, InferenceChunk, StreamError, StreamProcessor, Vocabulary,
+};
+use deepseek_tokenize::Tokenizer;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use crate::conversation::PyParsingOptions;
+use crate::errors;
+use crate::tokenizer::PyTokenizer;
+
+/// A tokenizer seen as the processor's vocabulary.
+pub struct TokenizerVocabulary(Arc<Tokenizer>);
+
+impl Vocabulary for TokenizerVocabulary {
+    fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.0.token_bytes(id)
+    }
+
+    fn is_added(&self, id: u32) -> bool {
+        self.0
+            .token_bytes(id)
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+            .and_then(|spelling| self.0.added_token_id(spelling))
+            == Some(id)
+    }
+
+    fn count_tokens(&self, text: &str) -> u64 {
+        self.0.encode(text).map_or(0, |ids| ids.len() as u64)
+    }
+}
+
+/// One protocol event turned into its Python object.
+pub trait IntoPyEvent: Send + 'static {
+    fn into_py_event(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+}
+
+/// A batch of events of some protocol, converted once the GIL is held again.
+pub trait PyEvents: Send {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>>;
+}
+
+impl<T: IntoPyEvent> PyEvents for Vec<T> {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        self.into_iter()
+            .map(|event| event.into_py_event(py))
+            .collect()
+    }
+}
+
+/// What `StreamProcessor` needs from any protocol's processor.
+pub trait ProtocolProcessor: Send + Sync {
+    fn push(&mut self, chunk: InferenceChunk) -> Result<Box<dyn PyEvents>, StreamError>;
+    fn finish(&mut self) -> Result<Box<dyn PyEvents>, StreamError>;
+    fn close(&mut self);
+    fn finished(&self) -> bool;
+}
+
+impl<E> ProtocolProcessor for StreamProcessor<E, TokenizerVocabulary>
+where
+    E: Emitter + Send + Sync + 'static,
+    E::Event: IntoPyEvent,
+{
+    fn push(&mut self, chunk: InferenceChunk) -> Result<Box<dyn PyEvents>, StreamError> {
+        let mut out = Vec::new();
+        StreamProcessor::push(self, chunk, &mut out)?;
+        Ok(Box::new(out))
+    }
+
+    fn finish(&mut self) -> Result<Box<dyn PyEvents>, StreamError> {
+        let mut out = Vec::new();
+        StreamProcessor::finish(self, &mut out)?;
+        Ok(Box::new(out))
+    }
+
+    fn close(&mut self) {
+        StreamProcessor::close(self);
+    }
+
+    fn finished(&self) -> bool {
+        StreamProcessor::finished(self)
+    }
+}
+
+/// Recognise one protocol's generator and build its processor (consuming the generator).
+pub type Builder = fn(
+    &Bound<'_, PyAny>,
+    &ParsingOptions,
+    Option<TokenizerVocabulary>,
+) -> PyResult<Option<Box<dyn ProtocolProcessor>>>;
+
+/// Every protocol's builder; the first that recognises the generator wins.
+const BUILDERS: &[Builder] = &[
+    crate::reply_chat::processor_from,
+    crate::reply_messages::processor_from,
+    crate::reply_responses::processor_from,
+];
+
+/// Prompt-side usage reported when the backend accepts the prompt.
+#[pyclass(
+    name = "PromptUsage",
+    frozen,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
+#[derive(Clone, Copy)]
+pub struct PyPromptUsage {
+    pub inner: PromptUsage,
+}
+
+#[pymethods]
+impl PyPromptUsage {
+    #[new]
+    #[pyo3(signature = (*, prompt_tokens=0, prompt_cache_hit_tokens=0))]
+    fn new(prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+        Self {
+            inner: PromptUsage {
+                prompt_tokens,
+                prompt_cache_hit_tokens,
+            },
+        }
+    }
+
+    #[getter]
+    fn prompt_tokens(&self) -> u64 {
+        self.inner.prompt_tokens
+    }
+
+    #[getter]
+    fn prompt_cache_hit_tokens(&self) -> u64 {
+        self.inner.prompt_cache_hit_tokens
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PromptUsage(prompt_tokens={}, prompt_cache_hit_tokens={})",
+            self.inner.prompt_tokens, self.inner.prompt_cache_hit_tokens
+        )
+    }
+}
+
+/// Why the backend stopped generating.
+#[pyclass(
+    name = "InferenceFinishReason",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PyInferenceFinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+}
+
+impl From<PyInferenceFinishReason> for FinishReason {
+    fn from(v: PyInferenceFinishReason) -> Self {
+        match v {
+            PyInferenceFinishReason::Stop => FinishReason::Stop,
+            PyInferenceFinishReason::Length => FinishReason::Length,
+            PyInferenceFinishReason::ContentFilter => FinishReason::ContentFilter,
+        }
+    }
+}
+
+impl From<FinishReason> for PyInferenceFinishReason {
+    fn from(v: FinishReason) -> Self {
+        match v {
+            FinishReason::Stop => PyInferenceFinishReason::Stop,
+            FinishReason::Length => PyInferenceFinishReason::Length,
+            FinishReason::ContentFilter => PyInferenceFinishReason::ContentFilter,
+        }
+    }
+}
+
+/// One token's logprob as Python gives it: `(logprob, [(token_id, logprob), …])`.
+type PyLogprob = (f64, Vec<(u32, f64)>);
+
+/// One chunk from the inference backend: `ready`, `text`, `tokens` or `finish`.
+#[pyclass(name = "InferenceChunk", frozen, module = "deepseek_recipe._native")]
+pub struct PyInferenceChunk {
+    pub inner: InferenceChunk,
+}
+
+#[pymethods]
+impl PyInferenceChunk {
+    #[staticmethod]
+    #[pyo3(signature = (*, prompt_usage=None, system_fingerprint=None))]
+    fn ready(prompt_usage: Option<PyPromptUsage>, system_fingerprint: Option<String>) -> Self {
+        let prompt_usage = prompt_usage.map(|p| p.inner).unwrap_or_default();
+        Self {
+            inner: InferenceChunk::Ready {
+                prompt_usage,
+                system_fingerprint,
+            },
+        }
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (content, token_count=0))]
+    fn text(content: String, token_count: u64) -> Self {
+        Self {
+            inner: InferenceChunk::Text {
+                content,
+                token_count,
+            },
+        }
+    }
+
+    /// `logprobs` holds one `(logprob, [(token_id, logprob), …])` pair per token id.
+    #[staticmethod]
+    #[pyo3(signature = (token_ids, logprobs=None))]
+    fn tokens(token_ids: Vec<u32>, logprobs: Option<Vec<PyLogprob>>) -> Self {
+        let logprobs = logprobs.map(|list| {
+            list.into_iter()
+                .map(|(logprob, top)| ChunkLogprob { logprob, top })
+                .collect()
+        });
+        Self {
+            inner: InferenceChunk::Tokens {
+                token_ids,
+                logprobs,
+            },
+        }
+    }
+
+    #[staticmethod]
+    fn finish(finish_reason: PyInferenceFinishReason) -> Self {
+        Self {
+            inner: InferenceChunk::Finish(finish_reason.into()),
+        }
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.inner {
+            InferenceChunk::Ready { .. } => "ready",
+            InferenceChunk::Text { .. } => "text",
+            InferenceChunk::Tokens { .. } => "tokens",
+            InferenceChunk::Finish(_) => "finish",
+        }
+    }
+
+    #[getter]
+    fn content(&self) -> Option<String> {
+        match &self.inner {
+            InferenceChunk::Text { content, .. } => Some(content.clone()),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn token_ids(&self) -> Option<Vec<u32>> {
+        match &self.inner {
+            InferenceChunk::Tokens { token_ids, .. } => Some(token_ids.clone()),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn finish_reason(&self) -> Option<PyInferenceFinishReason> {
+        match self.inner {
+            InferenceChunk::Finish(reason) => Some(reason.into()),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn prompt_usage(&self) -> Option<PyPromptUsage> {
+        match self.inner {
+            InferenceChunk::Ready { prompt_usage, .. } => Some(PyPromptUsage {
+                inner: prompt_usage,
+            }),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn token_count(&self) -> Option<u64> {
+        match self.inner {
+            InferenceChunk::Text { token_count, .. } => Some(token_count),
+            _ => None,
+        }
+    }
+
+    #[getter]
+    fn system_fingerprint(&self) -> Option<String> {
+        match &self.inner {
+            InferenceChunk::Ready {
+                system_fingerprint, ..
+            } => system_fingerprint.clone(),
+            _ => None,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("InferenceChunk(kind={:?})", self.kind())
+    }
+}
+
+/// Parses one response's output and produces its protocol's chunks or events.
+///
+/// The one mutable object of the package: every call changes it, so it is not meant to be
+/// shared across threads (calls from two threads at once get a "borrowed" error).
+#[pyclass(name = "StreamProcessor", module = "deepseek_recipe._native")]
+pub struct PyStreamProcessor {
+    inner: Box<dyn ProtocolProcessor>,
+}
+
+#[pymethods]
+impl PyStreamProcessor {
+    #[new]
+    #[pyo3(signature = (generator, options, tokenizer=None))]
+    fn new(
+        generator: &Bound<'_, PyAny>,
+        options: PyRef<'_, PyParsingOptions>,
+        tokenizer: Option<PyRef<'_, PyTokenizer>>,
+    ) -> PyResult<Self> {
+        for build in BUILDERS {
+            let vocabulary = tokenizer
+                .as_ref()
+                .map(|t| TokenizerVocabulary(t.inner.clone()));
+            if let Some(inner) = build(generator, &options.inner, vocabulary)? {
+                return Ok(Self { inner });
+            }
+        }
+        Err(PyTypeError::new_err("expected a protocol chunk generator"))
+    }
+
+    /// True once the stream completed and the processor was not closed.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.finished()
+    }
+
+    /// Process one chunk; returns the protocol chunks or events it produced.
+    fn push(
+        &mut self,
+        py: Python<'_>,
+        chunk: PyRef<'_, PyInferenceChunk>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let chunk = chunk.inner.clone();
+        let inner = &mut self.inner;
+        let events = py
+            .detach(move || inner.push(chunk))
+            .map_err(errors::stream)?;
+        events.into_py(py)
+    }
+
+    /// End the input and flush; after completion this returns `[]`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        let inner = &mut self.inner;
+        let events = py.detach(move || inner.finish()).map_err(errors::stream)?;
+        events.into_py(py)
+    }
+
+    /// Release the processor without completing the stream.
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}

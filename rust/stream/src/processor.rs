@@ -1,0 +1,571 @@
+//! The stream processor (behavior.md §10.1, §10.6–§10.10): one response's lifecycle around
+//! the [`Parser`]. It takes the backend's chunks (ready, text, token ids, finish), turns token
+//! ids into text through a caller-supplied [`Vocabulary`], counts usage, gives tool calls
+//! their ids, carries logprobs to the text they produced, and drives a protocol [`Emitter`].
+//!
+//! Token input is decoded incrementally by the [`Detokenizer`]. The decoded text goes to the
+//! parser in pieces: one piece per run of ordinary tokens within a chunk, and one piece per
+//! added-vocabulary token (its spelling, e.g. `<｜end▁of▁sentence｜>`), which is what makes the
+//! reference's deltas split at those tokens. Logprobs travel with the piece whose text their
+//! tokens produced; tokens that produced no text yet (an incomplete character, an unknown id)
+//! lend theirs to the next piece.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use deepseek_model::ParsingOptions;
+
+use crate::emit::{
+    Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
+};
+use crate::{Detokenizer, ParseEvent, Parser, Segment};
+
+/// What the caller knows about the model's vocabulary: the bytes of each id, which ids are
+/// added-vocabulary tokens, and how many tokens a text encodes to (for reasoning tokens).
+pub trait Vocabulary {
+    /// The bytes `id` decodes to (special tokens: their spelling); `None` for unknown ids.
+    fn token_bytes(&self, id: u32) -> Option<&[u8]>;
+    /// Whether `id` is in the added vocabulary (special or not).
+    fn is_added(&self, id: u32) -> bool;
+    /// The number of tokens `text` encodes to with the full vocabulary.
+    fn count_tokens(&self, text: &str) -> u64;
+}
+
+/// The logprobs supplied with one token id: its own, and its top alternatives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkLogprob {
+    pub logprob: f64,
+    pub top: Vec<(u32, f64)>,
+}
+
+/// One chunk from the inference backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InferenceChunk {
+    /// The prompt was accepted; opens the stream.
+    Ready {
+        prompt_usage: PromptUsage,
+        system_fingerprint: Option<String>,
+    },
+    /// Generated text, and how many tokens it stands for.
+    Text { content: String, token_count: u64 },
+    /// Generated token ids, optionally with one logprob entry per id.
+    Tokens {
+        token_ids: Vec<u32>,
+        logprobs: Option<Vec<ChunkLogprob>>,
+    },
+    /// The backend stopped.
+    Finish(FinishReason),
+}
+
+/// Why a call on the processor failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    /// A chunk was pushed after the stream completed.
+    Finished,
+    /// The processor was closed (by `close()` or an earlier error).
+    Closed,
+    /// A token chunk arrived but no vocabulary was given.
+    NoTokenizer,
+    /// The logprob list does not have one entry per token id.
+    LogprobCount { logprobs: usize, token_ids: usize },
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Finished => f.write_str("stream processor has finished"),
+            Self::Closed => f.write_str("stream processor is closed"),
+            Self::NoTokenizer => f.write_str("token chunk received without a tokenizer"),
+            Self::LogprobCount {
+                logprobs,
+                token_ids,
+            } => write!(
+                f,
+                "invalid log probabilities: {logprobs} log probabilities for {token_ids} token IDs"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Finished,
+    Closed,
+}
+
+/// A piece of text pushed to the parser whose logprobs have not been handed out yet.
+#[derive(Debug)]
+struct LogprobPiece {
+    text: String,
+    cursor: usize,
+    logprobs: Vec<TokenLogprob>,
+}
+
+/// Pieces kept for logprob matching; text held by the parser spans far fewer.
+const MAX_LOGPROB_PIECES: usize = 256;
+
+/// One response's stream processor. Not for sharing across threads: every call mutates it.
+pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
+    emitter: E,
+    parser: Parser,
+    vocabulary: Option<V>,
+    /// The generator's thinking mode (decides the `ET_` infix of tool-call ids).
+    thinking: bool,
+    state: State,
+    started: bool,
+    prompt: PromptUsage,
+    completion_tokens: u64,
+    detokenizer: Detokenizer,
+    /// Token ids (and their logprobs) whose text has not come out of the detokenizer yet.
+    held_tokens: u64,
+    held_logprobs: Vec<TokenLogprob>,
+    /// Reasoning text so far, for the reasoning-token count (kept only with a vocabulary).
+    reasoning: String,
+    reasoning_emitted: bool,
+    tool_calls: usize,
+    tool_call_ids: Vec<String>,
+    pieces: VecDeque<LogprobPiece>,
+    ids: IdSource,
+    events: Vec<ParseEvent>,
+}
+
+impl<E: Emitter, V: Vocabulary> fmt::Debug for StreamProcessor<E, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamProcessor")
+            .field("state", &self.state)
+            .field("started", &self.started)
+            .field("completion_tokens", &self.completion_tokens)
+            .field("tool_calls", &self.tool_calls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
+    /// A processor for one response. `thinking` is the generator's thinking mode.
+    pub fn new(
+        emitter: E,
+        options: &ParsingOptions,
+        thinking: bool,
+        vocabulary: Option<V>,
+    ) -> Self {
+        Self {
+            emitter,
+            parser: Parser::new(options),
+            vocabulary,
+            thinking,
+            state: State::Open,
+            started: false,
+            prompt: PromptUsage::default(),
+            completion_tokens: 0,
+            detokenizer: Detokenizer::new(),
+            held_tokens: 0,
+            held_logprobs: Vec::new(),
+            reasoning: String::new(),
+            reasoning_emitted: false,
+            tool_calls: 0,
+            tool_call_ids: Vec::new(),
+            pieces: VecDeque::new(),
+            ids: IdSource::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Replace the source of tool-call ids' random parts (tests use a fixed seed).
+    #[must_use]
+    pub fn with_id_seed(mut self, seed: u64) -> Self {
+        self.ids = IdSource::seeded(seed);
+        self
+    }
+
+    /// True once the stream completed (finish chunk, stop sequence, or `finish()`).
+    pub fn finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    /// The tool-call ids generated so far, by call index.
+    pub fn tool_call_ids(&self) -> &[String] {
+        &self.tool_call_ids
+    }
+
+    /// The emitter (for protocol-specific inspection).
+    pub fn emitter(&self) -> &E {
+        &self.emitter
+    }
+
+    /// Process one chunk, appending the protocol events it produced. An error closes the
+    /// processor.
+    pub fn push(
+        &mut self,
+        chunk: InferenceChunk,
+        out: &mut Vec<E::Event>,
+    ) -> Result<(), StreamError> {
+        match self.state {
+            State::Closed => return Err(StreamError::Closed),
+            State::Finished => return Err(StreamError::Finished),
+            State::Open => {}
+        }
+        match chunk {
+            InferenceChunk::Ready {
+                prompt_usage,
+                system_fingerprint,
+            } => {
+                if !self.started {
+                    self.started = true;
+                    self.prompt = prompt_usage;
+                    self.emitter
+                        .start(prompt_usage, system_fingerprint.as_deref(), out);
+                }
+            }
+            InferenceChunk::Text {
+                content,
+                token_count,
+            } => {
+                self.completion_tokens = self.completion_tokens.saturating_add(token_count);
+                self.parse_piece(&content, Vec::new(), out);
+            }
+            InferenceChunk::Tokens {
+                token_ids,
+                logprobs,
+            } => {
+                if self.vocabulary.is_none() {
+                    self.state = State::Closed;
+                    return Err(StreamError::NoTokenizer);
+                }
+                if let Some(list) = &logprobs {
+                    if list.len() != token_ids.len() {
+                        self.state = State::Closed;
+                        return Err(StreamError::LogprobCount {
+                            logprobs: list.len(),
+                            token_ids: token_ids.len(),
+                        });
+                    }
+                }
+                self.tokens(&token_ids, logprobs.as_deref(), out);
+            }
+            InferenceChunk::Finish(reason) => {
+                self.complete(Completion::Finished(reason), out);
+            }
+        }
+        Ok(())
+    }
+
+    /// End the stream without a finish chunk (a plain stop). Returns nothing once finished.
+    pub fn finish(&mut self, out: &mut Vec<E::Event>) -> Result<(), StreamError> {
+        match self.state {
+            State::Closed => Err(StreamError::Closed),
+            State::Finished => Ok(()),
+            State::Open => {
+                self.complete(Completion::Ended, out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Release the processor without finishing: later calls fail with "is closed".
+    pub fn close(&mut self) {
+        self.state = State::Closed;
+    }
+
+    fn ensure_started(&mut self, out: &mut Vec<E::Event>) {
+        if !self.started {
+            self.started = true;
+            self.emitter.start(PromptUsage::default(), None, out);
+        }
+    }
+
+    /// Decode token ids into pieces and parse them. The bytes of a run of ordinary tokens go
+    /// to the detokenizer together (the reference holds the whole run while its end is an
+    /// incomplete character); each added token is its own piece.
+    fn tokens(&mut self, ids: &[u32], logprobs: Option<&[ChunkLogprob]>, out: &mut Vec<E::Event>) {
+        let mut run: Vec<u8> = Vec::new();
+        for (k, &id) in ids.iter().enumerate() {
+            if self.state != State::Open {
+                return;
+            }
+            let logprob = logprobs.and_then(|list| list.get(k)).map(|entry| self.token_logprob(id, entry));
+            let Some(vocabulary) = &self.vocabulary else {
+                return;
+            };
+            let Some(bytes) = vocabulary.token_bytes(id) else {
+                // Unknown ids produce no text; they count (and lend their logprob) with the
+                // next text that comes out.
+                self.held_tokens += 1;
+                self.held_logprobs.extend(logprob);
+                continue;
+            };
+            if !vocabulary.is_added(id) {
+                run.extend_from_slice(bytes);
+                self.held_tokens += 1;
+                self.held_logprobs.extend(logprob);
+                continue;
+            }
+            let spelling = bytes.to_vec();
+            self.flush_run(&mut run, out);
+            if self.state != State::Open {
+                return;
+            }
+            self.held_tokens += 1;
+            let text = self.detokenizer.push(&spelling);
+            if text.is_empty() {
+                self.held_logprobs.extend(logprob);
+                continue;
+            }
+            self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
+            self.held_tokens = 0;
+            // Text released with the spelling (an incomplete character before it, as
+            // U+FFFD) is a piece of its own, before the spelling's.
+            let split = text.len().saturating_sub(spelling.len());
+            let before = text.get(..split).unwrap_or_default();
+            let spelled = text.get(split..).unwrap_or_default();
+            if !before.is_empty() {
+                let held = std::mem::take(&mut self.held_logprobs);
+                self.parse_piece(before, held, out);
+            }
+            let mut piece_logprobs = std::mem::take(&mut self.held_logprobs);
+            piece_logprobs.extend(logprob);
+            if self.state == State::Open {
+                self.parse_piece(spelled, piece_logprobs, out);
+            }
+        }
+        self.flush_run(&mut run, out);
+    }
+
+    /// Decode a run of ordinary tokens' bytes; parse the text if it came out.
+    fn flush_run(&mut self, run: &mut Vec<u8>, out: &mut Vec<E::Event>) {
+        if run.is_empty() || self.state != State::Open {
+            return;
+        }
+        let text = self.detokenizer.push(run);
+        run.clear();
+        if text.is_empty() {
+            return;
+        }
+        self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
+        self.held_tokens = 0;
+        let held = std::mem::take(&mut self.held_logprobs);
+        self.parse_piece(&text, held, out);
+    }
+
+    /// The logprob entry of one token, with its decoded text and bytes.
+    fn token_logprob(&self, id: u32, entry: &ChunkLogprob) -> TokenLogprob {
+        let (token, bytes) = self.describe(id);
+        let top_logprobs = entry
+            .top
+            .iter()
+            .map(|&(top_id, logprob)| {
+                let (token, bytes) = self.describe(top_id);
+                TopLogprob {
+                    token,
+                    logprob,
+                    bytes,
+                }
+            })
+            .collect();
+        TokenLogprob {
+            token,
+            logprob: entry.logprob,
+            bytes,
+            top_logprobs,
+        }
+    }
+
+    /// A token's text (invalid UTF-8 as `\xNN` escapes) and bytes; empty when unknown.
+    fn describe(&self, id: u32) -> (String, Vec<u8>) {
+        let bytes = self
+            .vocabulary
+            .as_ref()
+            .and_then(|vocabulary| vocabulary.token_bytes(id))
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
+        (escape_invalid_utf8(&bytes), bytes)
+    }
+
+    /// Push one piece of text to the parser and emit what it produced.
+    /// The stream opens here if no `ready` came: on the first text that reaches the parser.
+    fn parse_piece(&mut self, text: &str, logprobs: Vec<TokenLogprob>, out: &mut Vec<E::Event>) {
+        self.ensure_started(out);
+        if !logprobs.is_empty() {
+            if self.pieces.len() == MAX_LOGPROB_PIECES {
+                self.pieces.pop_front();
+            }
+            self.pieces.push_back(LogprobPiece {
+                text: text.to_owned(),
+                cursor: 0,
+                logprobs,
+            });
+        }
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        self.parser.push(text, &mut events);
+        self.dispatch(&events, out);
+        self.events = events;
+    }
+
+    /// Turn parser events into emitter calls; a stop sequence completes the stream.
+    fn dispatch(&mut self, events: &[ParseEvent], out: &mut Vec<E::Event>) {
+        for event in events {
+            match event {
+                ParseEvent::Text { segment, text } => {
+                    if text.is_empty() {
+                        continue;
+                    }
+                    if *segment == Segment::Reasoning {
+                        self.reasoning_emitted = true;
+                        if self.vocabulary.is_some() {
+                            self.reasoning.push_str(text);
+                        }
+                    }
+                    let logprobs = self.logprobs_for(text);
+                    self.emitter.text(*segment, text, logprobs.as_deref(), out);
+                }
+                ParseEvent::ToolCallStart { index, name } => {
+                    self.pieces.clear();
+                    let id = self
+                        .ids
+                        .call_id(*index, self.thinking && !self.reasoning_emitted);
+                    self.emitter.tool_call_start(*index, &id, name, out);
+                    self.tool_call_ids.push(id);
+                    self.tool_calls += 1;
+                }
+                ParseEvent::ToolCallArguments { index, fragment } => {
+                    if !fragment.is_empty() {
+                        self.emitter.tool_call_arguments(*index, fragment, out);
+                    }
+                }
+                ParseEvent::ToolCallEnd { index } => self.emitter.tool_call_end(*index, out),
+                ParseEvent::StopSequence { sequence } => {
+                    self.complete(Completion::StopSequence(sequence.clone()), out);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The logprobs of the piece `text` came from: the oldest pending piece containing it
+    /// (pieces before it were swallowed by the parser). Each piece's logprobs go out once.
+    fn logprobs_for(&mut self, text: &str) -> Option<Vec<TokenLogprob>> {
+        let position = self.pieces.iter().position(|piece| {
+            piece
+                .text
+                .get(piece.cursor..)
+                .is_some_and(|rest| rest.contains(text))
+        })?;
+        self.pieces.drain(..position);
+        let piece = self.pieces.front_mut()?;
+        let rest = piece.text.get(piece.cursor..).unwrap_or_default();
+        let offset = rest.find(text).unwrap_or(0);
+        piece.cursor += offset + text.len();
+        let logprobs = std::mem::take(&mut piece.logprobs);
+        if piece.cursor >= piece.text.len() {
+            self.pieces.pop_front();
+        }
+        (!logprobs.is_empty()).then_some(logprobs)
+    }
+
+    /// Flush the parser, emit the closing events, and mark the stream finished.
+    fn complete(&mut self, completion: Completion, out: &mut Vec<E::Event>) {
+        self.ensure_started(out);
+        self.state = State::Finished;
+        if !matches!(completion, Completion::StopSequence(_)) {
+            let mut events = std::mem::take(&mut self.events);
+            events.clear();
+            self.parser.finish(&mut events);
+            // A stop sequence cannot match while flushing; dispatch sees text and call ends.
+            self.dispatch(&events, out);
+            self.events = events;
+        }
+        let reasoning_tokens = self.vocabulary.as_ref().map(|vocabulary| {
+            if self.reasoning.is_empty() {
+                0
+            } else {
+                vocabulary.count_tokens(&self.reasoning)
+            }
+        });
+        let usage = Usage {
+            prompt: self.prompt,
+            completion_tokens: self.completion_tokens,
+            reasoning_tokens,
+        };
+        self.emitter
+            .finish(&completion, self.tool_calls > 0, &usage, out);
+        self.pieces.clear();
+    }
+}
+
+/// Bytes as text, each byte of an invalid or incomplete UTF-8 sequence written `\xNN`.
+pub fn escape_invalid_utf8(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                text.push_str(valid);
+                break;
+            }
+            Err(error) => {
+                let (good, bad) = rest.split_at(error.valid_up_to());
+                text.push_str(std::str::from_utf8(good).unwrap_or_default());
+                let len = error.error_len().unwrap_or(bad.len()).max(1).min(bad.len());
+                for byte in bad.iter().take(len) {
+                    text.push_str(&format!("\\x{byte:02x}"));
+                }
+                rest = bad.get(len..).unwrap_or_default();
+            }
+        }
+    }
+    text
+}
+
+/// Tool-call ids: `call_<NN>_[ET_]<20 alphanumerics><4 digits>` (behavior.md §10.9).
+#[derive(Debug, Clone)]
+struct IdSource {
+    state: u64,
+}
+
+const ID_ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+impl IdSource {
+    /// Seeded from the process's random hash keys and the clock.
+    fn new() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        hasher.write_u128(nanos);
+        Self::seeded(hasher.finish())
+    }
+
+    fn seeded(seed: u64) -> Self {
+        Self {
+            state: seed ^ 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    /// splitmix64.
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn call_id(&mut self, index: usize, empty_thinking: bool) -> String {
+        let mut id = format!("call_{index:02}_");
+        if empty_thinking {
+            id.push_str("ET_");
+        }
+        for _ in 0..20 {
+            let pick = (self.next() % ID_ALPHABET.len() as u64) as usize;
+            id.push(char::from(ID_ALPHABET.get(pick).copied().unwrap_or(b'0')));
+        }
+        for _ in 0..4 {
+            id.push(char::from(b'0' + (self.next() % 10) as u8));
+        }
+        id
+    }
+}
