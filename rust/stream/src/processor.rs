@@ -3,22 +3,29 @@
 //! ids into text through a caller-supplied [`Vocabulary`], counts usage, gives tool calls
 //! their ids, carries logprobs to the text they produced, and drives a protocol [`Emitter`].
 //!
-//! Token input is decoded incrementally by the [`Detokenizer`]. The decoded text goes to the
-//! parser in pieces: one piece per run of ordinary tokens within a chunk, and one piece per
-//! added-vocabulary token (its spelling, e.g. `<｜end▁of▁sentence｜>`), which is what makes the
-//! reference's deltas split at those tokens. Logprobs travel with the piece whose text their
-//! tokens produced; tokens that produced no text yet (an incomplete character, an unknown id)
-//! lend theirs to the next piece.
+//! Token input: each id becomes its bytes, a special-token symbol (an added token spelled
+//! like one of the options' special tokens: `</think>`, `｜DSML｜`, …), another added token, or
+//! nothing (unknown ids). The [`Detokenizer`] releases a chunk's pieces once its end is a
+//! complete character, and the parser gets them in one push ([`Parser::push_tokens`]), so a
+//! special token is a symbol there and spelled-out markers in ordinary tokens stay text, as in
+//! the reference. Logprobs travel with the piece their tokens produced: held tokens (an
+//! incomplete character, an unknown id) lend theirs to the next piece; text the parser holds
+//! back keeps its own; text it swallows (markers, dropped newlines) drops them.
+//!
+//! Usage (§10.8): completion tokens are `token_count` of text chunks plus the ids of token
+//! chunks once their text came out; with a vocabulary, reasoning tokens are the reasoning
+//! text encoded again (which is how the reference counts them). Tool-call ids (§10.9) take the
+//! `ET_` infix when the generator is in thinking mode and no reasoning text came before.
 
 use std::collections::VecDeque;
 use std::fmt;
 
-use deepseek_model::ParsingOptions;
+use deepseek_model::{ParsingOptions, SpecialToken};
 
 use crate::emit::{
     Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
 };
-use crate::{Detokenizer, ParseEvent, Parser, Segment};
+use crate::{Decoded, DecodedPiece, Detokenizer, ParseEvent, Parser, Segment, Token};
 
 /// What the caller knows about the model's vocabulary: the bytes of each id, which ids are
 /// added-vocabulary tokens, and how many tokens a text encodes to (for reasoning tokens).
@@ -104,6 +111,14 @@ struct LogprobPiece {
     logprobs: Vec<TokenLogprob>,
 }
 
+/// The logprobs of tokens the detokenizer still holds: a run of ordinary tokens (one text
+/// piece), or one added token (`single`).
+#[derive(Debug)]
+struct Group {
+    single: bool,
+    logprobs: Vec<TokenLogprob>,
+}
+
 /// Pieces kept for logprob matching; text held by the parser spans far fewer.
 const MAX_LOGPROB_PIECES: usize = 256;
 
@@ -119,9 +134,12 @@ pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
     prompt: PromptUsage,
     completion_tokens: u64,
     detokenizer: Detokenizer,
-    /// Token ids (and their logprobs) whose text has not come out of the detokenizer yet.
+    /// Token ids whose text has not come out of the detokenizer yet.
     held_tokens: u64,
-    held_logprobs: Vec<TokenLogprob>,
+    /// Logprobs of those tokens, grouped as the detokenizer will release them.
+    groups: VecDeque<Group>,
+    /// The options' special-token spellings (an added token spelled so is a parser symbol).
+    specials: Vec<(String, SpecialToken)>,
     /// Reasoning text so far, for the reasoning-token count (kept only with a vocabulary).
     reasoning: String,
     reasoning_emitted: bool,
@@ -162,7 +180,12 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             completion_tokens: 0,
             detokenizer: Detokenizer::new(),
             held_tokens: 0,
-            held_logprobs: Vec::new(),
+            groups: VecDeque::new(),
+            specials: SpecialToken::ALL
+                .iter()
+                .map(|&special| (options.special_tokens.get(special).to_owned(), special))
+                .filter(|(text, _)| !text.is_empty())
+                .collect(),
             reasoning: String::new(),
             reasoning_emitted: false,
             tool_calls: 0,
@@ -276,132 +299,121 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         }
     }
 
-    /// Decode token ids into pieces and parse them. The bytes of a run of ordinary tokens go
-    /// to the detokenizer together (the reference holds the whole run while its end is an
-    /// incomplete character); each added token is its own piece.
+    /// Decode one token chunk and parse what it released, in one parser push. Each id maps to
+    /// its bytes, to a special-token symbol (an added token spelled like one of the options'
+    /// special tokens), or to another added token; unknown ids give nothing. The detokenizer
+    /// holds the whole chunk while its end is an incomplete character.
     fn tokens(&mut self, ids: &[u32], logprobs: Option<&[ChunkLogprob]>, out: &mut Vec<E::Event>) {
-        let mut run: Vec<u8> = Vec::new();
-        for (k, &id) in ids.iter().enumerate() {
-            if self.state != State::Open {
-                return;
-            }
-            let logprob = logprobs.and_then(|list| list.get(k)).map(|entry| self.token_logprob(id, entry));
-            let Some(vocabulary) = &self.vocabulary else {
-                return;
-            };
-            let Some(bytes) = vocabulary.token_bytes(id) else {
-                // Unknown ids produce no text; they count (and lend their logprob) with the
-                // next text that comes out.
-                self.held_tokens += 1;
-                self.held_logprobs.extend(logprob);
-                continue;
-            };
-            if !vocabulary.is_added(id) {
-                run.extend_from_slice(bytes);
-                self.held_tokens += 1;
-                self.held_logprobs.extend(logprob);
-                continue;
-            }
-            let spelling = bytes.to_vec();
-            self.flush_run(&mut run, out);
-            if self.state != State::Open {
-                return;
-            }
-            self.held_tokens += 1;
-            let text = self.detokenizer.push(&spelling);
-            if text.is_empty() {
-                self.held_logprobs.extend(logprob);
-                continue;
-            }
-            self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
-            self.held_tokens = 0;
-            // Text released with the spelling (an incomplete character before it, as
-            // U+FFFD) is a piece of its own, before the spelling's.
-            let split = text.len().saturating_sub(spelling.len());
-            let before = text.get(..split).unwrap_or_default();
-            let spelled = text.get(split..).unwrap_or_default();
-            if !before.is_empty() {
-                let held = std::mem::take(&mut self.held_logprobs);
-                self.parse_piece(before, held, out);
-            }
-            let mut piece_logprobs = std::mem::take(&mut self.held_logprobs);
-            piece_logprobs.extend(logprob);
-            if self.state == State::Open {
-                self.parse_piece(spelled, piece_logprobs, out);
-            }
-        }
-        self.flush_run(&mut run, out);
-    }
-
-    /// Decode a run of ordinary tokens' bytes; parse the text if it came out.
-    fn flush_run(&mut self, run: &mut Vec<u8>, out: &mut Vec<E::Event>) {
-        if run.is_empty() || self.state != State::Open {
+        let Some(vocabulary) = &self.vocabulary else {
             return;
+        };
+        let mut tokens: Vec<Token<'_>> = Vec::with_capacity(ids.len());
+        for (k, &id) in ids.iter().enumerate() {
+            let logprob = logprobs
+                .and_then(|list| list.get(k))
+                .map(|entry| token_logprob(vocabulary, id, entry));
+            let token = vocabulary.token_bytes(id).map(|bytes| {
+                if !vocabulary.is_added(id) {
+                    return Token::Bytes(bytes);
+                }
+                let spelling = std::str::from_utf8(bytes).unwrap_or_default();
+                match self.specials.iter().find(|(text, _)| text == spelling) {
+                    Some((_, special)) => Token::Special(*special),
+                    None => Token::Added(spelling),
+                }
+            });
+            if let Some(logprob) = logprob {
+                let single = matches!(token, Some(Token::Special(_) | Token::Added(_)));
+                match self.groups.back_mut() {
+                    Some(group) if !group.single && !single => group.logprobs.push(logprob),
+                    _ => self.groups.push_back(Group {
+                        single,
+                        logprobs: vec![logprob],
+                    }),
+                }
+            }
+            tokens.extend(token);
         }
-        let text = self.detokenizer.push(run);
-        run.clear();
-        if text.is_empty() {
+        self.held_tokens += ids.len() as u64;
+        let pieces = self.detokenizer.push_chunk(&tokens);
+        if pieces.is_empty() {
             return;
         }
         self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
         self.held_tokens = 0;
-        let held = std::mem::take(&mut self.held_logprobs);
-        self.parse_piece(&text, held, out);
-    }
-
-    /// The logprob entry of one token, with its decoded text and bytes.
-    fn token_logprob(&self, id: u32, entry: &ChunkLogprob) -> TokenLogprob {
-        let (token, bytes) = self.describe(id);
-        let top_logprobs = entry
-            .top
-            .iter()
-            .map(|&(top_id, logprob)| {
-                let (token, bytes) = self.describe(top_id);
-                TopLogprob {
-                    token,
-                    logprob,
-                    bytes,
-                }
-            })
-            .collect();
-        TokenLogprob {
-            token,
-            logprob: entry.logprob,
-            bytes,
-            top_logprobs,
+        self.ensure_started(out);
+        for piece in &pieces {
+            let logprobs = self.piece_logprobs(piece);
+            if !logprobs.is_empty() {
+                let text = match piece {
+                    DecodedPiece::Text(text) | DecodedPiece::Added(text) => text.clone(),
+                    DecodedPiece::Special(special) => self.special_spelling(*special),
+                };
+                self.remember_piece(text, logprobs);
+            }
         }
+        let decoded: Vec<Decoded<'_>> = pieces.iter().map(DecodedPiece::as_decoded).collect();
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        self.parser.push_tokens(&decoded, &mut events);
+        self.dispatch(&events, out);
+        self.events = events;
     }
 
-    /// A token's text (invalid UTF-8 as `\xNN` escapes) and bytes; empty when unknown.
-    fn describe(&self, id: u32) -> (String, Vec<u8>) {
-        let bytes = self
-            .vocabulary
-            .as_ref()
-            .and_then(|vocabulary| vocabulary.token_bytes(id))
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default();
-        (escape_invalid_utf8(&bytes), bytes)
+    /// The logprobs of the tokens behind one released piece: a text piece takes the open
+    /// group of ordinary tokens; an added token takes its own, plus those of tokens before it
+    /// that produced no text.
+    fn piece_logprobs(&mut self, piece: &DecodedPiece) -> Vec<TokenLogprob> {
+        let single = !matches!(piece, DecodedPiece::Text(_));
+        let mut logprobs = Vec::new();
+        while let Some(group) = self.groups.front() {
+            if group.single == single {
+                if let Some(group) = self.groups.pop_front() {
+                    logprobs.extend(group.logprobs);
+                }
+                break;
+            }
+            if !single {
+                break; // text tokens after this piece: wait for their text
+            }
+            if let Some(group) = self.groups.pop_front() {
+                logprobs.extend(group.logprobs);
+            }
+        }
+        logprobs
     }
 
-    /// Push one piece of text to the parser and emit what it produced.
+    fn special_spelling(&self, special: SpecialToken) -> String {
+        self.specials
+            .iter()
+            .find(|(_, s)| *s == special)
+            .map(|(text, _)| text.clone())
+            .unwrap_or_default()
+    }
+
     /// The stream opens here if no `ready` came: on the first text that reaches the parser.
     fn parse_piece(&mut self, text: &str, logprobs: Vec<TokenLogprob>, out: &mut Vec<E::Event>) {
         self.ensure_started(out);
         if !logprobs.is_empty() {
-            if self.pieces.len() == MAX_LOGPROB_PIECES {
-                self.pieces.pop_front();
-            }
-            self.pieces.push_back(LogprobPiece {
-                text: text.to_owned(),
-                cursor: 0,
-                logprobs,
-            });
+            self.remember_piece(text.to_owned(), logprobs);
         }
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.parser.push(text, &mut events);
         self.dispatch(&events, out);
         self.events = events;
+    }
+
+    /// Keep a pushed piece's logprobs until the parser releases its text.
+    fn remember_piece(&mut self, text: String, logprobs: Vec<TokenLogprob>) {
+        if self.pieces.len() == MAX_LOGPROB_PIECES {
+            self.pieces.pop_front();
+        }
+        self.pieces.push_back(LogprobPiece {
+            text,
+            cursor: 0,
+            logprobs,
+        });
     }
 
     /// Turn parser events into emitter calls; a stop sequence completes the stream.
@@ -493,6 +505,38 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             .finish(&completion, self.tool_calls > 0, &usage, out);
         self.pieces.clear();
     }
+}
+
+/// The logprob entry of one token, with its decoded text and bytes.
+fn token_logprob<V: Vocabulary>(vocabulary: &V, id: u32, entry: &ChunkLogprob) -> TokenLogprob {
+    let (token, bytes) = describe(vocabulary, id);
+    let top_logprobs = entry
+        .top
+        .iter()
+        .map(|&(top_id, logprob)| {
+            let (token, bytes) = describe(vocabulary, top_id);
+            TopLogprob {
+                token,
+                logprob,
+                bytes,
+            }
+        })
+        .collect();
+    TokenLogprob {
+        token,
+        logprob: entry.logprob,
+        bytes,
+        top_logprobs,
+    }
+}
+
+/// A token's text (invalid UTF-8 as `\xNN` escapes) and bytes; empty when unknown.
+fn describe<V: Vocabulary>(vocabulary: &V, id: u32) -> (String, Vec<u8>) {
+    let bytes = vocabulary
+        .token_bytes(id)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+    (escape_invalid_utf8(&bytes), bytes)
 }
 
 /// Bytes as text, each byte of an invalid or incomplete UTF-8 sequence written `\xNN`.
