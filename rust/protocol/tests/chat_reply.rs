@@ -299,3 +299,67 @@ fn chat_output_vectors_in_text_mode() {
         failed.join("\n")
     );
 }
+
+/// Logprobs print as single-precision floats, as the reference does (observed:
+/// `-0.30000001192092896` → `-0.3`, `1e-7` → `1e-7`, `-1` → `-1.0`, NaN → `null`).
+#[test]
+fn logprob_spelling_table() {
+    let table: [(f64, &str); 6] = [
+        (-0.300_000_011_920_928_96, "-0.3"),
+        (1e-7, "1e-7"),
+        (-1.0, "-1.0"),
+        (-0.0, "-0.0"),
+        (-0.125, "-0.125"),
+        (f64::NAN, "null"),
+    ];
+    for (value, expected) in table {
+        let mut out = String::new();
+        deepseek_protocol::reply::chat::push_logprob(&mut out, value);
+        assert_eq!(out, expected, "{value}");
+    }
+}
+
+/// The usage key of non-final chunks: omitted when streaming without `include_usage`, `null`
+/// otherwise; the final chunk always carries usage, with saturating cache-miss tokens.
+#[test]
+fn usage_key_table() {
+    let table = [
+        (json!({"stream": true}), false),
+        (
+            json!({"stream": true, "stream_options": {"include_usage": true}}),
+            true,
+        ),
+        (json!({"stream": false}), true),
+        (json!({}), true),
+    ];
+    for (extra, null_usage) in table {
+        let mut body =
+            json!({"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "hi"}]});
+        for (key, value) in extra.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        let converted = ChatCompletionRequest::from_value(body)
+            .unwrap()
+            .convert(&build_options(&Value::Null))
+            .unwrap();
+        let generator = ChatCompletionChunkGenerator::new(&converted, "id", "m");
+        let options = converted.parsing_options.clone();
+        let mut processor: StreamProcessor<_, NoVocabulary> =
+            StreamProcessor::new(generator.emitter(), &options, true, None);
+        let mut out = Vec::new();
+        let ready = InferenceChunk::Ready {
+            prompt_usage: PromptUsage {
+                prompt_tokens: 3,
+                prompt_cache_hit_tokens: 5,
+            },
+            system_fingerprint: None,
+        };
+        processor.push(ready, &mut out).unwrap();
+        processor.finish(&mut out).unwrap();
+        let first: Value = serde_json::from_str(&out[0].to_json()).unwrap();
+        assert_eq!(first.get("usage").is_some(), null_usage, "{extra}");
+        let last: Value = serde_json::from_str(&out[1].to_json()).unwrap();
+        assert_eq!(last["usage"]["prompt_cache_miss_tokens"], 0, "{extra}");
+        assert_eq!(last["usage"]["total_tokens"], 3, "{extra}");
+    }
+}

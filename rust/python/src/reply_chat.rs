@@ -135,12 +135,12 @@ impl PyChatCompletionResponse {
 
     /// Chat events are unnamed SSE `data:` events.
     #[staticmethod]
-    fn sse_event_name(chunk: PyRef<'_, PyChatCompletionChunk>) -> Option<&'static str> {
-        chunk.slot.lock().ok().and_then(|guard| {
-            guard
-                .as_ref()
-                .and_then(ChatCompletionResponse::sse_event_name)
-        })
+    fn sse_event_name(chunk: PyRef<'_, PyChatCompletionChunk>) -> PyResult<Option<&'static str>> {
+        let guard = chunk.slot.lock().map_err(|_| errors::consumed_chunk())?;
+        guard
+            .as_ref()
+            .map(ChatCompletionResponse::sse_event_name)
+            .ok_or_else(errors::consumed_chunk)
     }
 
     /// The data of the terminal SSE message, `[DONE]`.

@@ -149,13 +149,6 @@ impl PyPromptUsage {
     fn prompt_cache_hit_tokens(&self) -> u64 {
         self.inner.prompt_cache_hit_tokens
     }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "PromptUsage(prompt_tokens={}, prompt_cache_hit_tokens={})",
-            self.inner.prompt_tokens, self.inner.prompt_cache_hit_tokens
-        )
-    }
 }
 
 /// Why the backend stopped generating.
@@ -314,10 +307,6 @@ impl PyInferenceChunk {
             _ => None,
         }
     }
-
-    fn __repr__(&self) -> String {
-        format!("InferenceChunk(kind={:?})", self.kind())
-    }
 }
 
 /// Parses one response's output and produces its protocol's chunks or events.
@@ -336,12 +325,22 @@ impl PyStreamProcessor {
     fn new(
         generator: &Bound<'_, PyAny>,
         options: PyRef<'_, PyParsingOptions>,
-        tokenizer: Option<PyRef<'_, PyTokenizer>>,
+        tokenizer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let tokenizer = match tokenizer.filter(|t| !t.is_none()) {
+            None => None,
+            Some(object) => match object.cast::<PyTokenizer>() {
+                Ok(tokenizer) => Some(tokenizer.get().inner.clone()),
+                Err(_) => {
+                    let kind = object.get_type().name()?;
+                    return Err(PyTypeError::new_err(format!(
+                        "argument 'tokenizer': '{kind}' object cannot be cast as 'Tokenizer'"
+                    )));
+                }
+            },
+        };
         for build in BUILDERS {
-            let vocabulary = tokenizer
-                .as_ref()
-                .map(|t| TokenizerVocabulary(t.inner.clone()));
+            let vocabulary = tokenizer.clone().map(TokenizerVocabulary);
             if let Some(inner) = build(generator, &options.inner, vocabulary)? {
                 return Ok(Self { inner });
             }

@@ -47,6 +47,13 @@ fn char_to_byte() -> &'static std::collections::HashMap<char, u8> {
     })
 }
 
+/// The bytes a token spelled wholly in the byte-level alphabet stands for; `None` when a
+/// character is outside it.
+pub fn alphabet_bytes(token: &str) -> Option<Vec<u8>> {
+    let table = char_to_byte();
+    token.chars().map(|c| table.get(&c).copied()).collect()
+}
+
 /// The bytes a byte-level token stands for. A token with a character outside the
 /// alphabet (an added token such as `<｜User｜>`) stands for its own UTF-8 text, which is
 /// what Hugging Face's `ByteLevel` decoder does too.

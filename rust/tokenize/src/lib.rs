@@ -11,15 +11,19 @@
 //! DeepSeek V4 pre-tokenizer, its regexes are replaced by a hand-written splitter whose
 //! character classes are read from the regex engine (`v4_pieces.rs`). Both are tested
 //! against `tokenizers` itself, as is the BPE on ids used for short pieces
-//! (`fast_bpe.rs`). Long prompt gaps are memoized (`gap_cache.rs`).
+//! (`fast_bpe.rs`). Long prompt gaps are memoized (`gap_cache.rs`), and a prompt that
+//! extends a recently encoded one reuses its ids up to their last shared special
+//! (`prefix_cache.rs`). `Tokenizer::encode` finds added tokens by hand (`added_split.rs`).
 //!
 //! `Tokenizer` is immutable and `Send + Sync`; gaps are encoded in parallel on rayon.
 
+mod added_split;
 mod byte_level;
 mod error;
 mod fast_bpe;
 mod gap_cache;
 mod plain_pipeline;
+mod prefix_cache;
 mod prompt;
 mod tokenizer;
 mod v4_pieces;

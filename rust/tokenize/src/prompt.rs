@@ -14,7 +14,11 @@ use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::gap_cache::MIN_CACHED_GAP;
+use crate::prefix_cache::{Encoded, MIN_PREFIX_PROMPT};
 use crate::tokenizer::Tokenizer;
+
+/// Prompts whose gaps to encode total fewer bytes are encoded on the calling thread.
+const MIN_PARALLEL_BYTES: usize = 64 << 10;
 
 /// Whether the gaps of one prompt are encoded on the rayon pool or one after another.
 /// Both give identical ids; the sequential mode exists so tests can prove it.
@@ -106,31 +110,54 @@ impl Tokenizer {
                 })
             })
             .collect::<Result<Vec<u32>, _>>()?;
+        // A prompt that extends a recent one reuses its ids up to their last shared special.
+        let reused = self.prefix_cache.longest(prompt, special_ranges);
+        let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
+        let fresh_gaps = segments.gaps.get(skip..).unwrap_or_default();
+        // Small prompts are not worth handing to the pool.
+        let fresh_bytes: usize = fresh_gaps.iter().map(|gap| gap.len()).sum();
+        let parallelism = if fresh_bytes < MIN_PARALLEL_BYTES {
+            Parallelism::Sequential
+        } else {
+            parallelism
+        };
         let gap_ids: Vec<GapIds> = match parallelism {
-            Parallelism::Parallel => segments
-                .gaps
+            Parallelism::Parallel => fresh_gaps
                 .par_iter()
                 .map(|gap| self.encode_gap(gap))
                 .collect::<Result<_, _>>()?,
-            Parallelism::Sequential => segments
-                .gaps
+            Parallelism::Sequential => fresh_gaps
                 .iter()
                 .map(|gap| self.encode_gap(gap))
                 .collect::<Result<_, _>>()?,
         };
-        let total = special_ids.len()
+        let prefix = reused
+            .as_ref()
+            .map_or(&[][..], |(entry, shared)| entry.ids_through(*shared));
+        let total = prefix.len()
+            + special_ids.len()
             + gap_ids
                 .iter()
                 .map(|gap| gap.as_slice().len())
                 .sum::<usize>();
         let mut ids = Vec::with_capacity(total);
+        ids.extend_from_slice(prefix);
+        let mut special_ends = Vec::with_capacity(special_ids.len());
+        if let Some((entry, _)) = &reused {
+            special_ends.extend(entry.special_ends_through(skip));
+        }
         let mut gaps = gap_ids.iter();
-        for special in special_ids {
+        for &special in special_ids.get(skip..).unwrap_or_default() {
             ids.extend_from_slice(gaps.next().map(GapIds::as_slice).unwrap_or_default());
             ids.push(special);
+            special_ends.push(ids.len());
         }
         for gap in gaps {
             ids.extend_from_slice(gap.as_slice());
+        }
+        if prompt.len() >= MIN_PREFIX_PROMPT {
+            self.prefix_cache
+                .insert(Encoded::new(prompt, special_ranges, &ids, special_ends));
         }
         Ok(ids)
     }

@@ -9,10 +9,12 @@ use std::sync::{Arc, OnceLock};
 
 use tokenizers::{AddedVocabulary, DecoderWrapper, Model, Tokenizer as HfTokenizer};
 
+use crate::added_split::{AddedSplit, TokenTrie};
 use crate::byte_level;
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::fast_bpe::FastBpe;
 use crate::gap_cache::GapCache;
+use crate::prefix_cache::PrefixCache;
 use crate::plain_pipeline::PlainPipeline;
 
 /// A Hugging Face `tokenizer.json` loaded for prompt encoding.
@@ -30,8 +32,13 @@ pub struct Tokenizer {
     direct: Option<PlainPipeline>,
     /// Added-vocabulary spelling to id, for special ranges.
     added: HashMap<String, u32>,
+    /// Added-token matching done by hand for [`Tokenizer::encode`] (`added_split.rs`), when
+    /// the plain text goes through the direct pipeline and no token strips or needs words.
+    added_split: Option<AddedSplit>,
     /// Ids of recently encoded prompt gaps, by their text.
     pub(crate) gap_cache: GapCache,
+    /// Recently encoded prompts, for prompts that extend them (`prefix_cache.rs`).
+    pub(crate) prefix_cache: PrefixCache,
     /// Raw bytes of every id, built on first use (the stream decoder's table).
     bytes: OnceLock<HashMap<u32, Box<[u8]>>>,
 }
@@ -49,10 +56,12 @@ impl Tokenizer {
     /// Default budget of the prompt-gap cache: text plus ids, in bytes.
     pub const DEFAULT_GAP_CACHE_BYTES: usize = 64 << 20;
 
-    /// Replace the prompt-gap cache with an empty one of `bytes` budget; 0 disables it.
+    /// Replace the prompt-gap cache and the recent-prompt cache with empty ones of `bytes`
+    /// budget each; 0 disables them.
     #[must_use]
     pub fn with_gap_cache_bytes(mut self, bytes: usize) -> Self {
         self.gap_cache = GapCache::new(bytes);
+        self.prefix_cache = PrefixCache::new(bytes);
         self
     }
 
@@ -89,6 +98,7 @@ impl Tokenizer {
             .map(|(spelling, id)| (spelling.clone(), *id))
             .collect();
         let direct = PlainPipeline::recognise(&plain);
+        let added_split = direct.as_ref().and_then(|_| added_split(&full));
         let plain = Arc::new(plain);
         let fast_bpe = Arc::new(OnceLock::new());
         if direct.is_some() {
@@ -103,13 +113,38 @@ impl Tokenizer {
             fast_bpe,
             direct,
             added,
+            added_split,
             gap_cache: GapCache::new(Self::DEFAULT_GAP_CACHE_BYTES),
+            prefix_cache: PrefixCache::new(Self::DEFAULT_GAP_CACHE_BYTES),
             bytes: OnceLock::new(),
         }
     }
 
     /// Full-vocabulary encode (added tokens matched), no BOS and no post-processor specials.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
+        if let Some(split) = &self.added_split {
+            let mut ids = Vec::with_capacity(text.len() / 3);
+            let mut cursor = 0;
+            for (range, id) in split.matches(text) {
+                let gap = text.get(cursor..range.start).unwrap_or_default();
+                if !gap.is_empty() {
+                    ids.extend(self.encode_plain(gap).map_err(as_encode_error)?);
+                }
+                ids.push(id);
+                cursor = range.end;
+            }
+            let rest = text.get(cursor..).unwrap_or_default();
+            if !rest.is_empty() {
+                ids.extend(self.encode_plain(rest).map_err(as_encode_error)?);
+            }
+            return Ok(ids);
+        }
+        self.encode_by_tokenizers(text)
+    }
+
+    /// [`Tokenizer::encode`] always through `tokenizers`' own pipeline (the definition the
+    /// hand-written added-token matching is tested against).
+    pub fn encode_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
         self.full
             .encode_fast(text, false)
             .map(|encoding| encoding.get_ids().to_vec())
@@ -261,6 +296,38 @@ impl Tokenizer {
             })
             .collect()
     }
+}
+
+/// Errors of [`Tokenizer::encode`] keep its kind, whichever path produced them.
+fn as_encode_error(error: TokenizeError) -> TokenizeError {
+    TokenizeError::new(TokenizeErrorKind::Encode, error.to_string())
+}
+
+/// The hand-written added-token matcher for `full`, when its tokens allow it.
+fn added_split(full: &HfTokenizer) -> Option<AddedSplit> {
+    let vocabulary = full.get_added_vocabulary();
+    if vocabulary.get_encode_special_tokens() {
+        return None;
+    }
+    let tokens = vocabulary.get_added_tokens_decoder();
+    if tokens
+        .values()
+        .any(|token| token.lstrip || token.rstrip || token.single_word)
+    {
+        return None;
+    }
+    let of = |normalized: bool| {
+        TokenTrie::new(
+            tokens
+                .iter()
+                .filter(move |(_, token)| token.normalized == normalized)
+                .map(|(id, token)| (token.content.as_str(), *id)),
+        )
+    };
+    Some(AddedSplit {
+        raw: of(false),
+        normalized: of(true),
+    })
 }
 
 fn load_error(error: &(dyn std::error::Error + Send + Sync)) -> TokenizeError {
