@@ -105,10 +105,10 @@ def test_tool_arguments_are_valid_json_when_the_model_is() -> None:
 
 def is_terminal(which: int, last: dict[str, Any]) -> bool:
     if which == 0:
-        return last["choices"][0]["finish_reason"] is not None
+        return bool(last["choices"][0]["finish_reason"] is not None)
     if which == 1:
-        return last["type"] in ("response.completed", "response.incomplete")
-    return last["type"] == "message_stop"
+        return bool(last["type"] in ("response.completed", "response.incomplete"))
+    return bool(last["type"] == "message_stop")
 
 
 @pytest.mark.parametrize("which", range(3))
