@@ -114,7 +114,17 @@ pub fn format_float(f: f64, style: FloatStyle) -> String {
 
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
+    escape_string_into(s, out);
+    out.push('"');
+}
+
+/// Append `text`, escaped for the inside of a JSON string, to `out`: `"` and `\` are
+/// backslash-escaped, newline, tab, carriage return, backspace and form feed get their short
+/// escapes, other control characters become `\u00xx`; everything else (DEL and all
+/// non-ASCII) stays literal. The stream parser escapes `string="true"` parameter values
+/// with these same rules (behavior.md §10.2).
+pub fn escape_string_into(text: &str, out: &mut String) {
+    for c in text.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -129,7 +139,6 @@ fn write_string(out: &mut String, s: &str) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -259,5 +268,20 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn string_escape_table() {
+        let table: &[(&str, &str, &str)] = &[
+            ("quote and backslash", "x\"y\\z", "x\\\"y\\\\z"),
+            ("short escapes", "\n\t\r\u{8}\u{c}", "\\n\\t\\r\\b\\f"),
+            ("other controls", "\u{1}\u{1f}", "\\u0001\\u001f"),
+            ("DEL and non-ASCII literal", "\u{7f}é\u{2028}🦀", "\u{7f}é\u{2028}🦀"),
+        ];
+        for (name, input, expected) in table {
+            let mut out = String::new();
+            escape_string_into(input, &mut out);
+            assert_eq!(out, *expected, "{name}");
+        }
     }
 }

@@ -9,6 +9,8 @@
 
 pub mod chat;
 pub mod error;
+mod images;
+mod placeholder_text;
 pub mod intake;
 pub mod messages;
 pub mod reply;

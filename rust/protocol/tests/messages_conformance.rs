@@ -10,7 +10,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{body_value, build_options, conversion_error, first_diff, ser_request, value_error};
+use common::harness::{compare_fields, parsed, record_convert, Tally, REQUEST_FIELDS};
+use common::{body_value, build_options, conversion_error};
 use deepseek_protocol::{intake, MessagesRequest, ProtocolError};
 use serde_json::{json, Map, Value};
 
@@ -153,60 +154,25 @@ fn normalize_one_of(text: &str, ids: &[String]) -> String {
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let options = build_options(&case["options"]);
-    let request = match request_body(case).and_then(MessagesRequest::from_value) {
-        Ok(r) => r,
-        Err(e) => {
-            out.insert("construct".into(), value_error(&e.to_string()));
-            return out;
-        }
+    let Some(request) = parsed(&mut out, request_body(case).and_then(MessagesRequest::from_value)) else {
+        return out;
     };
     out.insert("model".into(), json!(request.model()));
-    match request.convert(&options) {
-        Ok(cr) => {
-            out.insert("convert".into(), json!("ok"));
-            out.extend(ser_request(&cr));
+    let converted = request.convert(&options).map_err(|e| {
+        let mut error = conversion_error(&e);
+        let one_of: Vec<String> = case
+            .pointer("/nondeterministic/one_of_ids")
+            .and_then(Value::as_array)
+            .map(|ids| ids.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        for key in ["message", "body"] {
+            let text = error["error"][key].as_str().unwrap_or_default().to_owned();
+            error["error"][key] = json!(normalize_one_of(&text, &one_of));
         }
-        Err(e) => {
-            let mut error = conversion_error(&e);
-            let one_of: Vec<String> = case
-                .pointer("/nondeterministic/one_of_ids")
-                .and_then(Value::as_array)
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for key in ["message", "body"] {
-                let text = error["error"][key].as_str().unwrap_or_default().to_owned();
-                error["error"][key] = json!(normalize_one_of(&text, &one_of));
-            }
-            out.insert("convert".into(), error);
-        }
-    }
+        error
+    });
+    record_convert(&mut out, converted);
     out
-}
-
-const COMPARED: [&str; 9] = [
-    "construct",
-    "model",
-    "convert",
-    "model_version",
-    "stream",
-    "conversation",
-    "inference_options",
-    "parsing_options",
-    "resolve_max_tokens",
-];
-
-/// `None` when the case passes, otherwise the first difference.
-fn check(case: &Value, expected: &Value) -> Option<String> {
-    let actual = run_case(case);
-    COMPARED.iter().find_map(|key| {
-        let exp = expected.get(*key).unwrap_or(&Value::Null);
-        let act = actual.get(*key).unwrap_or(&Value::Null);
-        first_diff(key, exp, act)
-    })
 }
 
 #[test]
@@ -217,13 +183,12 @@ fn messages_conformance() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
-    let (mut passed, mut skipped) = (0usize, 0usize);
-    let mut failures: Vec<(String, String)> = Vec::new();
+    let mut tally = Tally::default();
     for path in paths {
         let id = path.file_stem().unwrap().to_string_lossy().into_owned();
         if let Some((_, why)) = PYTHON_VALUE_CASES.iter().find(|(skip, _)| *skip == id) {
             println!("skip {id}: {why}");
-            skipped += 1;
+            tally.skip(&id);
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -233,7 +198,7 @@ fn messages_conformance() {
             Ok(v) => v,
             Err(e) => {
                 if text.contains("\"protocol\": \"messages\"") {
-                    failures.push((id, format!("case file does not parse as JSON: {e}")));
+                    tally.record(&id, Some(format!("case file does not parse as JSON: {e}")));
                 }
                 continue;
             }
@@ -242,21 +207,7 @@ fn messages_conformance() {
         if case["protocol"] != "messages" {
             continue;
         }
-        match check(case, &file["expected"]) {
-            None => passed += 1,
-            Some(d) => failures.push((id, d)),
-        }
+        tally.record(&id, compare_fields(&REQUEST_FIELDS, &file["expected"], &run_case(case)));
     }
-    println!(
-        "messages conformance: {passed} passed, {} failed, {skipped} skipped",
-        failures.len()
-    );
-    for (id, diff) in &failures {
-        println!("FAIL {id}: {diff}");
-    }
-    assert!(
-        failures.is_empty(),
-        "{} messages cases failed",
-        failures.len()
-    );
+    tally.finish("messages");
 }

@@ -15,7 +15,7 @@ use deepseek_stream::{ParseEvent, Parser, Segment};
 use serde_json::Value;
 
 fn examples_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/examples")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/messages_reply")
 }
 
 fn compact(value: &Value) -> String {

@@ -8,7 +8,8 @@
 
 mod common;
 
-use common::{body_value, build_options, conversion_error, first_diff, ser_request, value_error, Case};
+use common::harness::{compare_fields, differential, parsed, record_convert, Tally, REQUEST_FIELDS};
+use common::{body_value, build_options, conversion_error};
 use deepseek_protocol::responses::ResponsesEcho;
 use deepseek_protocol::ResponsesRequest;
 use serde_json::{json, Map, Value};
@@ -35,12 +36,8 @@ fn ser_echo(echo: &ResponsesEcho) -> Value {
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let options = build_options(&case["options"]);
-    let request = match body_value(case).and_then(ResponsesRequest::from_value) {
-        Ok(r) => r,
-        Err(e) => {
-            out.insert("construct".into(), value_error(&e.to_string()));
-            return out;
-        }
+    let Some(request) = parsed(&mut out, body_value(case).and_then(ResponsesRequest::from_value)) else {
+        return out;
     };
     out.insert("model".into(), json!(request.model()));
     out.insert("echo".into(), ser_echo(&request.echo()));
@@ -49,96 +46,38 @@ fn run_case(case: &Value) -> Map<String, Value> {
         Err(e) => conversion_error(&e),
     };
     out.insert("namespace_tool_map".into(), map);
-    match request.convert(&options) {
-        Ok(cr) => {
-            out.insert("convert".into(), json!("ok"));
-            out.extend(ser_request(&cr));
-        }
-        Err(e) => {
-            out.insert("convert".into(), conversion_error(&e));
-        }
-    }
+    record_convert(&mut out, request.convert(&options).map_err(|e| conversion_error(&e)));
     out
 }
 
-const COMPARED: [&str; 11] = [
-    "construct",
-    "model",
-    "echo",
-    "namespace_tool_map",
-    "convert",
-    "model_version",
-    "stream",
-    "conversation",
-    "inference_options",
-    "parsing_options",
-    "resolve_max_tokens",
-];
-
-/// `None` when the case passes, otherwise the first difference.
-fn check(case: &Case) -> Option<String> {
-    let actual = run_case(&case.case);
-    for key in COMPARED {
-        match (case.expected.get(key), actual.get(key)) {
-            (None, None) => {}
-            (Some(e), Some(a)) => {
-                if let Some(d) = first_diff(key, e, a) {
-                    return Some(d);
-                }
-            }
-            (Some(e), None) => return Some(format!("{key}: expected {e}, got nothing")),
-            (None, Some(a)) => return Some(format!("{key}: unexpected {a}")),
-        }
-    }
-    None
-}
+/// Compared besides the request fields every harness compares.
+const ECHO_FIELDS: [&str; 2] = ["echo", "namespace_tool_map"];
 
 #[test]
 fn responses_conformance() {
     let (cases, unreadable) = common::load_cases("responses");
+    let compared: Vec<&str> = REQUEST_FIELDS.iter().chain(&ECHO_FIELDS).copied().collect();
+    let mut tally = Tally::default();
     for id in &unreadable {
         assert!(PYTHON_VALUE_CASES.iter().any(|(listed, _)| listed == id), "unreadable case file {id}");
+        tally.skip(id);
     }
-    let mut skipped = unreadable;
-    let mut failures = Vec::new();
-    let mut passed = 0;
     for case in &cases {
         if let Some((_, why)) = PYTHON_VALUE_CASES.iter().find(|(id, _)| *id == case.id) {
             let construct = &case.expected["construct"]["error"];
             assert!(common::is_python_value_error(construct), "{} is listed as a Python-value case: {why}", case.id);
-            skipped.push(case.id.clone());
+            tally.skip(&case.id);
             continue;
         }
-        match check(case) {
-            None => passed += 1,
-            Some(diff) => failures.push((case.id.clone(), diff)),
-        }
+        tally.record(&case.id, compare_fields(&compared, &case.expected, &run_case(&case.case)));
     }
-    println!(
-        "responses conformance: {passed} passed, {} failed, {} skipped ({})",
-        failures.len(),
-        skipped.len(),
-        skipped.join(", ")
-    );
-    for (id, diff) in &failures {
-        println!("FAIL {id}: {diff}");
-    }
-    assert!(failures.is_empty(), "{} responses cases failed", failures.len());
+    tally.finish("responses");
 }
 
-/// Differential driver (not part of the suite): reads JSON lines `{"id", "body", "options"}`
-/// from `$RESPONSES_DIFF_INPUT` and writes `{"id", "result"}` lines in the probe's shape to
-/// `$RESPONSES_DIFF_OUTPUT`, for comparison with the reference on generated bodies.
+/// Differential driver (not part of the suite): `RESPONSES_DIFF_INPUT` →
+/// `RESPONSES_DIFF_OUTPUT`, see [`differential`].
 #[test]
 #[ignore]
 fn responses_differential() {
-    let input = std::env::var("RESPONSES_DIFF_INPUT").expect("RESPONSES_DIFF_INPUT");
-    let output = std::env::var("RESPONSES_DIFF_OUTPUT").expect("RESPONSES_DIFF_OUTPUT");
-    let mut lines = Vec::new();
-    for line in std::fs::read_to_string(input).unwrap().lines().filter(|l| !l.trim().is_empty()) {
-        let case: Value = serde_json::from_str(line).unwrap();
-        let result = run_case(&case);
-        lines.push(json!({"id": case["id"], "result": result}).to_string());
-    }
-    std::fs::write(output, lines.join("\n") + "\n").unwrap();
+    differential("RESPONSES", run_case);
 }

@@ -15,7 +15,6 @@
 
 mod detokenize;
 pub mod emit;
-mod json_escape;
 mod matcher;
 mod parser;
 pub mod processor;

@@ -3,9 +3,9 @@
 
 use std::collections::VecDeque;
 
+use deepseek_model::pyjson::escape_string_into;
 use deepseek_model::{ParsingOptions, SpecialToken, SpecialTokens, ThinkingInitialStage};
 
-use crate::json_escape::escape_into;
 use crate::matcher::Pattern;
 
 /// Which kind of text a piece is.
@@ -793,7 +793,7 @@ impl Parser {
             Out::Space => ParseEvent::Text { segment: Segment::Content, text: " ".to_owned() },
             Out::StringValue => {
                 let mut fragment = String::with_capacity(text.len() + 2);
-                escape_into(&text, &mut fragment);
+                escape_string_into(&text, &mut fragment);
                 ParseEvent::ToolCallArguments { index, fragment }
             }
             Out::RawArgument => {

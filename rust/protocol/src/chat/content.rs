@@ -4,24 +4,14 @@
 //! image placeholder whose byte range is recorded; on V4 every image or file part becomes the
 //! text `[Unsupported Image]`.
 
-use std::ops::Range;
-
-use deepseek_model::{ConversionError, ImageDetail, ImageSource, ModelVersion};
+use deepseek_model::{ConversionError, ImageDetail, ModelVersion};
 
 use super::image_url::{check_file_data, image_source};
 use super::wire::{ChatCompletionRequestContentBlock as ContentPart, Content, WireImageDetail};
+use crate::images::{FILE_ID_UNSUPPORTED, UNSUPPORTED_IMAGE_TEXT};
+use crate::placeholder_text::PlaceholderText;
 
-const PART_SEPARATOR: &str = "\n\n";
-const UNSUPPORTED_IMAGE_TEXT: &str = "[Unsupported Image]";
 const IMAGE_IN_ASSISTANT: &str = "Image in assistant message is not supported";
-
-/// Converted content of one message.
-#[derive(Debug, Default)]
-pub(crate) struct MessageText {
-    pub text: String,
-    pub image_sources: Vec<ImageSource>,
-    pub image_placeholders: Vec<Range<usize>>,
-}
 
 /// Who may carry images: system, user and tool messages may; assistant messages may not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,24 +33,25 @@ impl ContentContext<'_> {
         content: Content,
         index: usize,
         policy: ImagePolicy,
-    ) -> Result<MessageText, ConversionError> {
+    ) -> Result<PlaceholderText, ConversionError> {
         let parts = match content {
-            Content::Text(text) => return Ok(MessageText { text, ..MessageText::default() }),
+            Content::Text(text) => {
+                let mut out = PlaceholderText::default();
+                out.push_text(&text);
+                return Ok(out);
+            }
             Content::Parts(parts) => parts,
         };
         let path = format!(".messages[{index}]");
-        let mut out = MessageText::default();
-        for (n, part) in parts.into_iter().enumerate() {
-            if n > 0 {
-                out.text.push_str(PART_SEPARATOR);
-            }
+        let mut out = PlaceholderText::default();
+        for part in parts {
             let (url, detail) = match part {
                 ContentPart::Text { text } => {
-                    out.text.push_str(&text);
+                    out.push_text(&text);
                     continue;
                 }
                 _ if !self.version.is_v41() => {
-                    out.text.push_str(UNSUPPORTED_IMAGE_TEXT);
+                    out.push_text(UNSUPPORTED_IMAGE_TEXT);
                     continue;
                 }
                 ContentPart::ImageUrl { image_url } => {
@@ -71,10 +62,7 @@ impl ContentContext<'_> {
                     let file_data = match (file_id, file_data) {
                         (Some(_), Some(_)) => return Err(at(&path, "file cannot have both file_id and file_data")),
                         (Some(_), None) => {
-                            return Err(at(
-                                &path,
-                                "file_id is not supported. Pass the image as a base64 data url instead.",
-                            ));
+                            return Err(at(&path, FILE_ID_UNSUPPORTED));
                         }
                         (None, None) => return Err(at(&path, "file must have a file_id or file_data")),
                         (None, Some(file_data)) => file_data,
@@ -89,16 +77,6 @@ impl ContentContext<'_> {
             out.push_image(image_source(&url, detail, &path)?, self.image_token);
         }
         Ok(out)
-    }
-}
-
-impl MessageText {
-    /// Append one image placeholder and record its source and byte range.
-    fn push_image(&mut self, source: ImageSource, image_token: &str) {
-        let start = self.text.len();
-        self.text.push_str(image_token);
-        self.image_placeholders.push(start..self.text.len());
-        self.image_sources.push(source);
     }
 }
 

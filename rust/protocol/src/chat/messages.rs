@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use deepseek_model::{ConversionError, Message, ToolCall};
 
-use super::content::{ContentContext, ImagePolicy, MessageText};
+use super::content::{ContentContext, ImagePolicy};
 use super::wire::{ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
@@ -33,13 +33,13 @@ pub(crate) fn convert_messages(
         match message {
             WireMessage::System { content, .. } => {
                 let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                if !text.text.is_empty() {
-                    out.push(with_text(Message::system(String::new()), text));
+                if !text.text().is_empty() {
+                    out.push(text.into_message(Message::system(String::new())));
                 }
             }
             WireMessage::User { content, .. } => {
                 let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                out.push(with_text(Message::user(String::new()), text));
+                out.push(text.into_message(Message::user(String::new())));
             }
             WireMessage::Assistant { content, reasoning_content, tool_calls, prefix, .. } => {
                 let message = convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?;
@@ -55,19 +55,12 @@ pub(crate) fn convert_messages(
                     return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
                 }
                 let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                out.push(with_text(Message::tool(String::new(), Some(tool_call_id)), text));
+                out.push(text.into_message(Message::tool(String::new(), Some(tool_call_id))));
             }
             WireMessage::LatestReminder { content } => out.push(Message::latest_reminder(content)),
         }
     }
     Ok(out)
-}
-
-fn with_text(mut message: Message, text: MessageText) -> Message {
-    message.content = text.text;
-    message.image_sources = text.image_sources;
-    message.image_placeholders = text.image_placeholders;
-    message
 }
 
 fn convert_assistant(
@@ -80,7 +73,7 @@ fn convert_assistant(
 ) -> Result<Message, ConversionError> {
     let has_content = content.is_some();
     let text = match content {
-        Some(content) => ctx.convert(content, index, ImagePolicy::Rejected)?.text,
+        Some(content) => ctx.convert(content, index, ImagePolicy::Rejected)?.into_text(),
         None => String::new(),
     };
     if tool_calls.as_ref().is_some_and(Vec::is_empty) {

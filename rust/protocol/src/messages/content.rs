@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use deepseek_model::{
-    ConversionError, ImageSource, Message, ModelVersion, SpecialToken, ToolCall, ToolDefinition,
+    ConversionError, Message, ModelVersion, SpecialToken, ToolCall, ToolDefinition,
     WebSearchBehavior,
 };
 
@@ -17,8 +17,9 @@ use super::pairing::Pairing;
 use super::wire::{
     Content, MessagesContentBlock, MessagesMessage, MessagesToolReference, MessagesToolResultBlock,
 };
+use crate::images::UNSUPPORTED_IMAGE_TEXT;
+use crate::placeholder_text::PlaceholderText;
 
-const UNSUPPORTED_IMAGE: &str = "[Unsupported Image]";
 const SERVER_TOOLS: &str = "Unsupported content block: server tools are not supported";
 
 /// What block conversion needs from the request and the deployment.
@@ -45,44 +46,6 @@ fn document_text(media_type: Option<&str>) -> String {
         "[Unsupported document type: {}]",
         media_type.unwrap_or("unknown")
     )
-}
-
-/// Text with image placeholders at recorded byte ranges, joined from parts by `"\n\n"`.
-#[derive(Default)]
-struct PlaceholderText {
-    text: String,
-    parts: usize,
-    sources: Vec<ImageSource>,
-    placeholders: Vec<std::ops::Range<usize>>,
-}
-
-impl PlaceholderText {
-    fn separate(&mut self) {
-        if self.parts > 0 {
-            self.text.push_str("\n\n");
-        }
-        self.parts += 1;
-    }
-
-    fn push_text(&mut self, text: &str) {
-        self.separate();
-        self.text.push_str(text);
-    }
-
-    fn push_image(&mut self, token: &str, source: ImageSource) {
-        self.separate();
-        let start = self.text.len();
-        self.text.push_str(token);
-        self.placeholders.push(start..self.text.len());
-        self.sources.push(source);
-    }
-
-    fn into_message(self, mut message: Message) -> Message {
-        message.content = self.text;
-        message.image_sources = self.sources;
-        message.image_placeholders = self.placeholders;
-        message
-    }
 }
 
 /// The role check for a block of a `user` message.
@@ -200,10 +163,10 @@ impl<'a> BlockContext<'a> {
                         let path = format!("messages.{index}.content[{j}]");
                         let source = image_source(source, &path, path.clone())?;
                         let mut text = PlaceholderText::default();
-                        text.push_image(self.image_token, source);
+                        text.push_image(source, self.image_token);
                         text.into_message(Message::user(""))
                     } else {
-                        Message::user(UNSUPPORTED_IMAGE)
+                        Message::user(UNSUPPORTED_IMAGE_TEXT)
                     }
                 }
                 MessagesContentBlock::Document { source } => {
@@ -249,9 +212,9 @@ impl<'a> BlockContext<'a> {
                                 let base = format!("messages.{index}.content.{block}.tool_result");
                                 let source =
                                     image_source(source, &format!("{base}.content[{k}]"), base)?;
-                                text.push_image(self.image_token, source);
+                                text.push_image(source, self.image_token);
                             } else {
-                                text.push_text(UNSUPPORTED_IMAGE);
+                                text.push_text(UNSUPPORTED_IMAGE_TEXT);
                             }
                         }
                         MessagesToolResultBlock::Document { source } => {
@@ -323,7 +286,7 @@ impl<'a> BlockContext<'a> {
                             "Image in assistant message is unsupported",
                         ));
                     }
-                    push_text(UNSUPPORTED_IMAGE);
+                    push_text(UNSUPPORTED_IMAGE_TEXT);
                 }
                 MessagesContentBlock::Document { source } => {
                     push_text(&document_text(source.media_type.as_deref()))
@@ -369,9 +332,9 @@ impl<'a> BlockContext<'a> {
                                     &format!("messages.{index}.content[{j}]"),
                                     format!("messages.{index}"),
                                 )?;
-                                text.push_image(self.image_token, source);
+                                text.push_image(source, self.image_token);
                             } else {
-                                text.push_text(UNSUPPORTED_IMAGE);
+                                text.push_text(UNSUPPORTED_IMAGE_TEXT);
                             }
                         }
                         MessagesContentBlock::Document { source } => {
@@ -398,12 +361,12 @@ impl<'a> BlockContext<'a> {
             message.tools = (!tools.is_empty()).then_some(tools);
             return Ok(Some(message));
         }
-        if text.text.is_empty() {
+        if text.text().is_empty() {
             return Ok(None);
         }
         Ok(Some(Message::user(format!(
             "<system-reminder>\n{}\n</system-reminder>",
-            text.text
+            text.text()
         ))))
     }
 

@@ -15,14 +15,15 @@
 //! the same order. Unknown items are ignored.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
 
-use deepseek_model::{ConversionError, ImageSource, Message, ModelVersion, ToolCall, WebSearchBehavior};
+use deepseek_model::{ConversionError, Message, ModelVersion, ToolCall, WebSearchBehavior};
 use serde_json::{Map, Value};
 
-use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT, UNSUPPORTED_IMAGE};
+use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT};
 use super::tool_defs::{self, Pending};
 use super::wire::{self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem};
+use crate::images::UNSUPPORTED_IMAGE_TEXT;
+use crate::placeholder_text::PlaceholderText;
 
 /// The messages of a request and the tools `tool_search_output` items loaded on the way.
 #[derive(Debug, Default)]
@@ -67,47 +68,6 @@ pub fn convert_input(
     }
     builder.close_turn()?;
     Ok(builder.out)
-}
-
-/// Text with image placeholders, built part by part and joined with blank lines.
-struct Content {
-    text: String,
-    parts: usize,
-    sources: Vec<ImageSource>,
-    placeholders: Vec<Range<usize>>,
-}
-
-impl Content {
-    fn new() -> Self {
-        Self { text: String::new(), parts: 0, sources: Vec::new(), placeholders: Vec::new() }
-    }
-
-    fn separate(&mut self) {
-        if self.parts > 0 {
-            self.text.push_str("\n\n");
-        }
-        self.parts += 1;
-    }
-
-    fn push_text(&mut self, text: &str) {
-        self.separate();
-        self.text.push_str(text);
-    }
-
-    fn push_image(&mut self, source: ImageSource, token: &str) {
-        self.separate();
-        let start = self.text.len();
-        self.text.push_str(token);
-        self.placeholders.push(start..self.text.len());
-        self.sources.push(source);
-    }
-
-    fn into_message(self, mut message: Message) -> Message {
-        message.content = self.text;
-        message.image_sources = self.sources;
-        message.image_placeholders = self.placeholders;
-        message
-    }
 }
 
 /// Consecutive assistant outputs merged into one message, with the outputs answering it.
@@ -255,8 +215,8 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn content(&self, index: usize, content: &MessageContent) -> Result<Content, ConversionError> {
-        let mut out = Content::new();
+    fn content(&self, index: usize, content: &MessageContent) -> Result<PlaceholderText, ConversionError> {
+        let mut out = PlaceholderText::default();
         match content {
             MessageContent::Text(text) => out.push_text(text),
             MessageContent::Blocks(blocks) => {
@@ -284,14 +244,14 @@ impl<'a> Builder<'a> {
 
     fn push_image(
         &self,
-        out: &mut Content,
+        out: &mut PlaceholderText,
         image: &wire::ResponsesInputImage,
         at: &PartLocation<'_>,
     ) -> Result<(), ConversionError> {
         if self.version.is_v41() {
             out.push_image(images::image_source(image, at)?, self.image_token);
         } else {
-            out.push_text(UNSUPPORTED_IMAGE);
+            out.push_text(UNSUPPORTED_IMAGE_TEXT);
         }
         Ok(())
     }
@@ -308,7 +268,7 @@ impl<'a> Builder<'a> {
                     parts.push(match block {
                         ContentBlock::InputText { text } | ContentBlock::OutputText { text } => text.clone(),
                         ContentBlock::InputFile {} => UNSUPPORTED_DOCUMENT.to_owned(),
-                        ContentBlock::InputImage(_) if !self.version.is_v41() => UNSUPPORTED_IMAGE.to_owned(),
+                        ContentBlock::InputImage(_) if !self.version.is_v41() => UNSUPPORTED_IMAGE_TEXT.to_owned(),
                         ContentBlock::InputImage(image) => {
                             images::check_present(image, &PartLocation { item: index, container: "content", part })?;
                             has_image = true;
@@ -325,7 +285,7 @@ impl<'a> Builder<'a> {
     }
 
     fn output_message(&self, index: usize, output: &ToolOutput) -> Result<Message, ConversionError> {
-        let mut out = Content::new();
+        let mut out = PlaceholderText::default();
         match output {
             ToolOutput::Text(text) => out.push_text(text),
             ToolOutput::Parts(parts) => {

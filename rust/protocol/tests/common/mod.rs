@@ -3,6 +3,8 @@
 //! serialize results into the probe's JSON shape so they compare with `expected`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod harness;
+
 use std::path::{Path, PathBuf};
 
 use deepseek_model::{
