@@ -79,7 +79,12 @@ impl TokenTrie {
 
     /// Append the matches in `range` of `text` to `out`, in order, each as its byte range
     /// and id; the text between them is left out.
-    pub(crate) fn find(&self, text: &[u8], range: Range<usize>, out: &mut Vec<(Range<usize>, u32)>) {
+    pub(crate) fn find(
+        &self,
+        text: &[u8],
+        range: Range<usize>,
+        out: &mut Vec<(Range<usize>, u32)>,
+    ) {
         let mut at = range.start;
         let end = range.end.min(text.len());
         while at < end {
@@ -130,13 +135,15 @@ impl AddedSplit {
 mod tests {
     use super::{AddedSplit, TokenTrie};
 
+    type Matches = &'static [(std::ops::Range<usize>, u32)];
+
     #[test]
     fn leftmost_longest_in_two_passes() {
         let split = AddedSplit {
             raw: TokenTrie::new([("<a>", 1), ("<a>b", 2), ("zz", 3)]),
             normalized: TokenTrie::new([("b<", 4), ("<q", 5)]),
         };
-        let cases: [(&str, &[(std::ops::Range<usize>, u32)]); 5] = [
+        let cases: [(&str, Matches); 5] = [
             ("x<a>bc", &[(1..5, 2)]),
             ("<a><a>", &[(0..3, 1), (3..6, 1)]),
             ("zzz", &[(0..2, 3)]),

@@ -144,6 +144,16 @@ impl PlainPipeline {
         text: &str,
         ids: &mut Vec<u32>,
     ) -> tokenizers::Result<()> {
+        // The hand-written splitter hands each piece straight to the merges: no list of
+        // pieces is built (a list per chunk costs page faults on every core).
+        if let (Some(by_hand), Some(bpe)) = (V4Pieces::ready().filter(|_| self.deepseek_v4), bpe) {
+            by_hand.each_piece(text, &mut |piece| {
+                if let Some(bytes) = text.as_bytes().get(piece) {
+                    bpe.encode_piece(bytes, ids);
+                }
+            });
+            return Ok(());
+        }
         let mut pieces = Vec::with_capacity(text.len() / 4);
         match V4Pieces::ready().filter(|_| self.deepseek_v4) {
             Some(by_hand) => by_hand.pieces(text, &mut pieces),

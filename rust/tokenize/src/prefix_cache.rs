@@ -28,7 +28,12 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
-    pub(crate) fn new(prompt: &str, ranges: &[Range<usize>], ids: &[u32], special_ends: Vec<usize>) -> Self {
+    pub(crate) fn new(
+        prompt: &str,
+        ranges: &[Range<usize>],
+        ids: &[u32],
+        special_ends: Vec<usize>,
+    ) -> Self {
         Self {
             prompt: prompt.into(),
             ranges: ranges.into(),
@@ -106,7 +111,11 @@ impl PrefixCache {
 
     /// The kept prompt sharing the most leading specials with `prompt`, and that count
     /// (0 when none shares any).
-    pub(crate) fn longest(&self, prompt: &str, ranges: &[Range<usize>]) -> Option<(Arc<Encoded>, usize)> {
+    pub(crate) fn longest(
+        &self,
+        prompt: &str,
+        ranges: &[Range<usize>],
+    ) -> Option<(Arc<Encoded>, usize)> {
         if self.budget == 0 || prompt.len() < MIN_PREFIX_PROMPT {
             return None;
         }

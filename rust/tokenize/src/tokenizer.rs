@@ -14,8 +14,8 @@ use crate::byte_level;
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::fast_bpe::FastBpe;
 use crate::gap_cache::GapCache;
-use crate::prefix_cache::PrefixCache;
 use crate::plain_pipeline::PlainPipeline;
+use crate::prefix_cache::PrefixCache;
 
 /// A Hugging Face `tokenizer.json` loaded for prompt encoding.
 ///

@@ -170,6 +170,11 @@ impl V4Pieces {
 
     /// Append the pieces of `text` (byte ranges, in order, covering it) to `out`.
     pub(crate) fn pieces(&self, text: &str, out: &mut Vec<Range<usize>>) {
+        self.each_piece(text, &mut |piece| out.push(piece));
+    }
+
+    /// Call `emit` with each piece of `text` (byte ranges, in order, covering it).
+    pub(crate) fn each_piece(&self, text: &str, emit: &mut impl FnMut(Range<usize>)) {
         isolated(
             text,
             0..text.len(),
@@ -180,9 +185,7 @@ impl V4Pieces {
                     digits,
                     |t, from| self.kanji_kana_run(t, from),
                     &mut |rest| {
-                        isolated(text, rest, |t, from| self.word(t, from), &mut |piece| {
-                            out.push(piece)
-                        });
+                        isolated(text, rest, |t, from| self.word(t, from), &mut *emit);
                     },
                 );
             },

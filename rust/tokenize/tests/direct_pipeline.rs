@@ -191,3 +191,55 @@ fn generated_texts_match_tokenizers() {
         );
     }
 }
+
+/// The full-vocabulary encode with added tokens found by hand (`added_split.rs`) against
+/// `tokenizers` itself: control tokens, normalized added tokens, overlaps and near misses.
+#[test]
+fn full_encode_finds_added_tokens_like_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let cases = [
+        ("empty", ""),
+        ("plain", "Hello world, 123 中文 😀\n\n  x"),
+        (
+            "control",
+            "<｜User｜>hi<｜Assistant｜></think>ok<｜end▁of▁sentence｜>",
+        ),
+        (
+            "normalized",
+            "a<｜fim▁hole｜>b<｜tool▁calls▁begin｜>c<|EOT|>",
+        ),
+        ("adjacent", "<｜User｜><｜User｜><｜User｜>"),
+        (
+            "near misses",
+            "<｜User｜ <｜User> <|User|> ｜DSML｜ <dsml: <｜User｜",
+        ),
+        ("inside words", "x<｜Assistant｜>y</think>z<think>"),
+        (
+            "prefix of another",
+            "<｜tool▁call▁begin｜><｜tool▁calls▁begin｜><｜tool▁",
+        ),
+    ];
+    for (name, text) in cases {
+        assert_eq!(
+            tokenizer.encode(text).unwrap(),
+            tokenizer.encode_by_tokenizers(text).unwrap(),
+            "{name}: {text:?}"
+        );
+    }
+    // Every added spelling, alone and glued to text on both sides.
+    let spellings: Vec<(String, u32)> = tokenizer
+        .added_tokens()
+        .map(|(spelling, id)| (spelling.to_owned(), id))
+        .collect();
+    let glued: String = spellings
+        .iter()
+        .map(|(spelling, _)| format!("a{spelling}b "))
+        .collect();
+    assert_eq!(
+        tokenizer.encode(&glued).unwrap(),
+        tokenizer.encode_by_tokenizers(&glued).unwrap()
+    );
+    for (spelling, id) in spellings.iter().take(64) {
+        assert_eq!(tokenizer.encode(spelling).unwrap(), [*id], "{spelling}");
+    }
+}

@@ -75,3 +75,52 @@ fn cached_encodes_equal_uncached_ones_as_the_conversation_grows() {
     );
     assert_eq!(uncached.gap_cache_len(), 0);
 }
+
+/// Interleaved conversations that share a start, grow, and diverge in the middle: the
+/// recent-prompt cache reuses only what is identical, so every encode equals a cold one.
+#[test]
+fn interleaved_and_edited_conversations_equal_cold_encodes() {
+    let path = common::tokenizer_path();
+    let cached = Tokenizer::from_file(&path).unwrap();
+    let uncached = Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0);
+    let edited = |turns: usize, at: usize| {
+        let (mut prompt, ranges) = conversation(turns);
+        // Change one byte inside turn `at`'s text (same length, so the ranges stay valid).
+        let start = ranges[at.min(ranges.len() - 1)].end;
+        prompt.replace_range(start + 5..start + 6, "#");
+        (prompt, ranges)
+    };
+    let prompts = [
+        conversation(10),
+        conversation(12),
+        edited(12, 3),
+        conversation(13),
+        edited(13, 12),
+        conversation(11),
+        edited(14, 1),
+        conversation(14),
+        conversation(3),
+        conversation(20),
+    ];
+    for (i, (prompt, ranges)) in prompts.iter().enumerate() {
+        let want = uncached.encode_prompt_sequential(prompt, ranges).unwrap();
+        assert_eq!(
+            cached.encode_prompt(prompt, ranges).unwrap(),
+            want,
+            "prompt {i}"
+        );
+        // The same prompt again, and a cut-off copy without its last turn's text.
+        assert_eq!(
+            cached.encode_prompt(prompt, ranges).unwrap(),
+            want,
+            "prompt {i} again"
+        );
+        let last = ranges.last().unwrap().end;
+        let cut = &prompt[..last];
+        assert_eq!(
+            cached.encode_prompt(cut, ranges).unwrap(),
+            uncached.encode_prompt_sequential(cut, ranges).unwrap(),
+            "prompt {i} cut"
+        );
+    }
+}
