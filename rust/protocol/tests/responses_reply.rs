@@ -294,9 +294,9 @@ fn request_echo_reports_settings_as_written() {
     let body = json!({"model": "DeepSeek-V4.1-Flash", "input": "hi", "temperature": 0.3, "top_logprobs": 3,
         "reasoning": {"effort": "low", "summary": "auto"}, "tools": [{"type": "web_search"}]});
     let settings = ResponsesRequest::from_value(body).unwrap().reported_settings();
-    assert_eq!(settings.temperature, 0.3f32);
-    assert_eq!(settings.top_logprobs, 3);
+    assert_eq!(settings.scalars.temperature, 0.3f32);
+    assert_eq!(settings.scalars.top_logprobs, 3);
     assert_eq!(settings.reasoning, json!({"effort": "low", "summary": "auto"}));
     assert_eq!(settings.tools, vec![json!({"type": "web_search", "search_context_size": null, "user_location": null})]);
-    assert_eq!(ReportedSettings::default().temperature, 1.0);
+    assert_eq!(ReportedSettings::default().scalars.temperature, 1.0);
 }

@@ -47,33 +47,33 @@ impl PyResponsesEcho {
 
     #[getter]
     fn instructions(&self) -> Option<String> {
-        self.inner.instructions.clone()
+        self.inner.scalars.instructions.clone()
     }
 
     #[getter]
     fn max_output_tokens(&self) -> Option<u32> {
-        self.inner.max_output_tokens
+        self.inner.scalars.max_output_tokens
     }
 
     /// The requested temperature as the `f32` the request was read into.
     #[getter]
     fn temperature(&self) -> f64 {
-        f64::from(self.inner.temperature)
+        f64::from(self.inner.scalars.temperature)
     }
 
     #[getter]
     fn top_p(&self) -> f64 {
-        f64::from(self.inner.top_p)
+        f64::from(self.inner.scalars.top_p)
     }
 
     #[getter]
     fn top_logprobs(&self) -> u8 {
-        self.inner.top_logprobs
+        self.inner.scalars.top_logprobs
     }
 
     #[getter]
     fn user(&self) -> Option<String> {
-        self.inner.user.clone()
+        self.inner.scalars.user.clone()
     }
 }
 

@@ -521,29 +521,29 @@ fn push_usage(out: &mut String, usage: &ChatUsage) {
     );
 }
 
+/// `{"token":…,"logprob":…,"bytes":[…]` (the object left open for more fields).
+fn push_token_fields(out: &mut String, token: &str, logprob: f64, bytes: &[u8]) {
+    out.push_str("{\"token\":");
+    push_str(out, token);
+    out.push_str(",\"logprob\":");
+    push_logprob(out, logprob);
+    out.push_str(",\"bytes\":");
+    push_bytes(out, bytes);
+}
+
 fn push_logprobs(out: &mut String, entries: &[TokenLogprob]) {
     out.push('[');
     for (n, entry) in entries.iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
-        out.push_str("{\"token\":");
-        push_str(out, &entry.token);
-        out.push_str(",\"logprob\":");
-        push_logprob(out, entry.logprob);
-        out.push_str(",\"bytes\":");
-        push_bytes(out, &entry.bytes);
+        push_token_fields(out, &entry.token, entry.logprob, &entry.bytes);
         out.push_str(",\"top_logprobs\":[");
         for (k, top) in entry.top_logprobs.iter().enumerate() {
             if k > 0 {
                 out.push(',');
             }
-            out.push_str("{\"token\":");
-            push_str(out, &top.token);
-            out.push_str(",\"logprob\":");
-            push_logprob(out, top.logprob);
-            out.push_str(",\"bytes\":");
-            push_bytes(out, &top.bytes);
+            push_token_fields(out, &top.token, top.logprob, &top.bytes);
             out.push('}');
         }
         out.push_str("]}");

@@ -248,8 +248,8 @@ impl Serialize for ResponseObject {
         map.serialize_entry("error", &null)?;
         map.serialize_entry("frequency_penalty", &0.0f64)?;
         map.serialize_entry("incomplete_details", &self.incomplete_details)?;
-        map.serialize_entry("instructions", &s.instructions)?;
-        map.serialize_entry("max_output_tokens", &s.max_output_tokens)?;
+        map.serialize_entry("instructions", &s.scalars.instructions)?;
+        map.serialize_entry("max_output_tokens", &s.scalars.max_output_tokens)?;
         map.serialize_entry("max_tool_calls", &null)?;
         map.serialize_entry("model", &self.model)?;
         map.serialize_entry("moderation", &null)?;
@@ -263,15 +263,15 @@ impl Serialize for ResponseObject {
         map.serialize_entry("safety_identifier", &null)?;
         map.serialize_entry("service_tier", "default")?;
         map.serialize_entry("store", &false)?;
-        map.serialize_entry("temperature", &F32(s.temperature))?;
+        map.serialize_entry("temperature", &F32(s.scalars.temperature))?;
         map.serialize_entry("text", &s.text)?;
         map.serialize_entry("tool_choice", &s.tool_choice)?;
         map.serialize_entry("tools", &s.tools)?;
-        map.serialize_entry("top_logprobs", &s.top_logprobs)?;
-        map.serialize_entry("top_p", &F32(s.top_p))?;
+        map.serialize_entry("top_logprobs", &s.scalars.top_logprobs)?;
+        map.serialize_entry("top_p", &F32(s.scalars.top_p))?;
         map.serialize_entry("truncation", "disabled")?;
         map.serialize_entry("usage", &self.usage)?;
-        map.serialize_entry("user", &s.user)?;
+        map.serialize_entry("user", &s.scalars.user)?;
         map.serialize_entry("metadata", &serde_json::Map::new())?;
         map.end()
     }

@@ -9,12 +9,9 @@ use crate::responses::ResponsesEcho;
 /// What a response object reports about the request. `Default` is an unspecified request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReportedSettings {
-    pub instructions: Option<String>,
-    pub max_output_tokens: Option<u32>,
-    pub temperature: f32,
-    pub top_p: f32,
-    pub top_logprobs: u8,
-    pub user: Option<String>,
+    /// The scalar settings (instructions, max_output_tokens, temperature, top_p,
+    /// top_logprobs, user) as conversion typed them.
+    pub scalars: ResponsesEcho,
     /// `{"effort","summary"}`.
     pub reasoning: Value,
     /// `{"format":{…},"verbosity"}`.
@@ -50,12 +47,7 @@ impl ReportedSettings {
     /// the request body as the client sent it.
     pub fn from_parts(scalars: &ResponsesEcho, body: &Value) -> Self {
         ReportedSettings {
-            instructions: scalars.instructions.clone(),
-            max_output_tokens: scalars.max_output_tokens,
-            temperature: scalars.temperature,
-            top_p: scalars.top_p,
-            top_logprobs: scalars.top_logprobs,
-            user: scalars.user.clone(),
+            scalars: scalars.clone(),
             reasoning: reasoning(body.get("reasoning")),
             text: text(body.get("text")),
             tool_choice: tool_choice(body.get("tool_choice")),
@@ -71,31 +63,23 @@ impl ReportedSettings {
 
     /// These settings with the scalar settings as conversion typed them.
     pub fn with_scalars(&self, scalars: &ResponsesEcho) -> Self {
-        ReportedSettings {
-            instructions: scalars.instructions.clone(),
-            max_output_tokens: scalars.max_output_tokens,
-            temperature: scalars.temperature,
-            top_p: scalars.top_p,
-            top_logprobs: scalars.top_logprobs,
-            user: scalars.user.clone(),
-            ..self.clone()
-        }
+        ReportedSettings { scalars: scalars.clone(), ..self.clone() }
     }
 
     /// The settings as one JSON object (the form `ReplySettings.echo` carries). Floats are
     /// stored as the shortest decimal of the `f32`, so `0.3` stays `0.3`.
     pub fn to_value(&self) -> Value {
         json!({
-            "instructions": self.instructions,
-            "max_output_tokens": self.max_output_tokens,
+            "instructions": self.scalars.instructions,
+            "max_output_tokens": self.scalars.max_output_tokens,
             "reasoning": self.reasoning,
-            "temperature": f32_value(self.temperature),
+            "temperature": f32_value(self.scalars.temperature),
             "text": self.text,
             "tool_choice": self.tool_choice,
             "tools": self.tools,
-            "top_logprobs": self.top_logprobs,
-            "top_p": f32_value(self.top_p),
-            "user": self.user,
+            "top_logprobs": self.scalars.top_logprobs,
+            "top_p": f32_value(self.scalars.top_p),
+            "user": self.scalars.user,
         })
     }
 
@@ -106,19 +90,21 @@ impl ReportedSettings {
         let float = |key: &str, default: f32| value.get(key).and_then(Value::as_f64).map_or(default, |f| f as f32);
         let object = |key: &str, default: Value| value.get(key).filter(|v| v.is_object()).cloned().unwrap_or(default);
         ReportedSettings {
-            instructions: string("instructions"),
-            max_output_tokens: value
-                .get("max_output_tokens")
-                .and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok()),
-            temperature: float("temperature", defaults.temperature),
-            top_p: float("top_p", defaults.top_p),
-            top_logprobs: value
-                .get("top_logprobs")
-                .and_then(Value::as_u64)
-                .and_then(|n| u8::try_from(n).ok())
-                .unwrap_or(0),
-            user: string("user"),
+            scalars: ResponsesEcho {
+                instructions: string("instructions"),
+                max_output_tokens: value
+                    .get("max_output_tokens")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok()),
+                temperature: float("temperature", defaults.scalars.temperature),
+                top_p: float("top_p", defaults.scalars.top_p),
+                top_logprobs: value
+                    .get("top_logprobs")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u8::try_from(n).ok())
+                    .unwrap_or(0),
+                user: string("user"),
+            },
             reasoning: object("reasoning", defaults.reasoning),
             text: object("text", defaults.text),
             tool_choice: value.get("tool_choice").filter(|v| !v.is_null()).cloned().unwrap_or(defaults.tool_choice),
