@@ -34,43 +34,83 @@ use crate::byte_level;
 /// Pieces up to this many bytes merge by scanning a linked list; longer ones by a queue.
 pub(crate) const MAX_PIECE_BYTES: usize = 32;
 
-/// No merge for this pair.
+/// A rank no merge has (ranks must stay below it).
 const NONE: u32 = u32::MAX;
 
+/// A symbol merged into the one before it.
+const GONE: u32 = u32::MAX;
+
 /// Entries of each thread's cache of merged pieces (cleared when full).
-const PIECE_CACHE_ENTRIES: usize = 1 << 18;
+const PIECE_CACHE_ENTRIES: usize = 1 << 17;
 
 thread_local! {
-    /// Pieces of up to 15 bytes that are not one token, with their ids: words repeat, merging them is dearer
-    /// than a lookup. Keyed by the exact bytes, valid for one vocabulary: every thread
-    /// serves one tokenizer file in practice, and a second file clears it (see `PieceCache::owner`).
-    static PIECES: std::cell::RefCell<PieceCache> = std::cell::RefCell::new(PieceCache::default());
+    /// Each thread's working state for pieces (see [`ThreadState`]).
+    static STATE: std::cell::RefCell<ThreadState> = std::cell::RefCell::new(ThreadState::default());
 }
 
 /// Source of [`FastBpe::serial`]: which table a thread's piece cache was filled by.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// A thread's cache of merged pieces and its merge buffers, borrowed once per text.
 #[derive(Default)]
-struct PieceCache {
-    /// The [`FastBpe::serial`] the entries belong to (0: none yet).
+struct ThreadState {
+    /// The [`FastBpe::serial`] the cache belongs to (0: none yet). Every thread serves one
+    /// tokenizer file in practice; another file clears the cache.
     owner: u64,
-    entries: Fast<u128, Box<[u32]>>,
+    /// Pieces of up to 15 bytes that are not one token ([`short_key`]): words repeat, and
+    /// merging them is dearer than a lookup. Each maps to `(start, len)` in `ids`.
+    pieces: Fast<u128, (u32, u32)>,
+    ids: Vec<u32>,
+    /// Buffers of [`PieceEncoder::merge_long`], kept between pieces.
+    symbols: Vec<u32>,
+    next: Vec<usize>,
+    previous: Vec<usize>,
+    queue: std::collections::BinaryHeap<std::cmp::Reverse<u128>>,
+}
+
+impl ThreadState {
+    fn clear_pieces(&mut self) {
+        self.pieces.clear();
+        self.ids.clear();
+    }
 }
 
 /// Up to 15 bytes packed with their length into one number: equal numbers are equal byte
-/// strings. `None` for longer pieces.
+/// strings. `None` for longer pieces. Overlapping word reads, so no copy loop.
+#[inline]
 fn short_key(bytes: &[u8]) -> Option<u128> {
     let len = bytes.len();
-    let mut word = [0u8; 16];
-    word.get_mut(..len)?.copy_from_slice(bytes);
-    *word.get_mut(15)? = u8::try_from(len).ok().filter(|&len| len < 16)?;
-    Some(u128::from_le_bytes(word))
+    let packed = match len {
+        0 => 0,
+        1..=3 => {
+            let byte = |at: usize| u128::from(bytes.get(at).copied().unwrap_or(0)) << (8 * at);
+            byte(0) | byte(len / 2) | byte(len - 1)
+        }
+        4..=7 => {
+            let low = u32::from_le_bytes(*bytes.first_chunk::<4>()?);
+            let high = u32::from_le_bytes(*bytes.last_chunk::<4>()?);
+            u128::from(low) | u128::from(high) << (8 * (len - 4))
+        }
+        8..=15 => {
+            let low = u64::from_le_bytes(*bytes.first_chunk::<8>()?);
+            let high = u64::from_le_bytes(*bytes.last_chunk::<8>()?);
+            u128::from(low) | u128::from(high) << (8 * (len - 8))
+        }
+        _ => return None,
+    };
+    Some(packed | (len as u128) << 120)
 }
 
 type Fast<K, V> = HashMap<K, V, BuildHasherDefault<PairHasher>>;
 
+/// A merge packed as `(rank << 32) | merged`; [`NO_MERGE`] when the pair has none.
+const NO_MERGE: u64 = u64::MAX;
+
 pub(crate) struct FastBpe {
     byte_ids: [u32; 256],
+    /// Merges of two one-byte tokens, indexed by `(left byte << 8) | right byte`: every
+    /// first step of a piece is one of these.
+    byte_pairs: Box<[u64]>,
     /// `(left << 32) | right` → `(rank << 32) | merged`.
     merges: Fast<u64, u64>,
     /// Raw bytes of every token that BPE on those bytes gives back as itself: up to 15
@@ -118,8 +158,16 @@ impl FastBpe {
             map.entry(pair_key(id(left)?, id(right)?))
                 .or_insert((u64::from(rank) << 32) | u64::from(merged));
         }
+        let byte_pairs = (0..=u16::MAX)
+            .map(|pair| {
+                let [left, right] = pair.to_be_bytes();
+                let key = pair_key(byte_ids[usize::from(left)], byte_ids[usize::from(right)]);
+                map.get(&key).copied().unwrap_or(NO_MERGE)
+            })
+            .collect();
         let mut bpe = Self {
             byte_ids,
+            byte_pairs,
             merges: map,
             whole_short: Fast::default(),
             whole: Fast::default(),
@@ -128,6 +176,7 @@ impl FastBpe {
         let mut whole = Fast::default();
         let mut whole_short =
             Fast::with_capacity_and_hasher(vocab.len(), BuildHasherDefault::default());
+        let mut state = ThreadState::default();
         let mut ids = Vec::new();
         for (token, id) in vocab {
             let Some(id) = id.as_u64().and_then(|id| u32::try_from(id).ok()) else {
@@ -137,7 +186,12 @@ impl FastBpe {
                 continue;
             };
             ids.clear();
-            if bpe.merge_piece(&bytes, &mut ids) && ids == [id] {
+            PieceEncoder {
+                bpe: &bpe,
+                state: &mut state,
+            }
+            .merge(&bytes, &mut ids);
+            if ids == [id] {
                 match short_key(&bytes) {
                     Some(key) => {
                         whole_short.insert(key, id);
@@ -153,157 +207,223 @@ impl FastBpe {
         Some(bpe)
     }
 
-    /// Append the ids of one piece (raw bytes) to `ids`; always `true` (every length is
-    /// merged here).
-    pub(crate) fn encode_piece(&self, bytes: &[u8], ids: &mut Vec<u32>) -> bool {
-        let Some(key) = short_key(bytes) else {
-            match self.whole.get(bytes) {
-                Some(&id) => ids.push(id),
-                None => {
-                    self.merge_piece(bytes, ids);
+    /// Run `encode` with this thread's piece encoder (its cache and buffers), borrowed once
+    /// for all the pieces of a text.
+    pub(crate) fn with_encoder<R>(&self, encode: impl FnOnce(&mut PieceEncoder<'_>) -> R) -> R {
+        STATE.with(|state| match state.try_borrow_mut() {
+            Ok(mut state) => {
+                if state.owner != self.serial {
+                    state.clear_pieces();
+                    state.owner = self.serial;
                 }
+                encode(&mut PieceEncoder {
+                    bpe: self,
+                    state: &mut state,
+                })
             }
-            return true;
+            // Only if encoding re-entered itself on this thread: a fresh state then.
+            Err(_) => encode(&mut PieceEncoder {
+                bpe: self,
+                state: &mut ThreadState {
+                    owner: self.serial,
+                    ..ThreadState::default()
+                },
+            }),
+        })
+    }
+
+    /// The merge of the pair `(left, right)`, packed as `(rank << 32) | merged`.
+    #[inline]
+    fn merge_of(&self, left: u32, right: u32) -> u64 {
+        self.merges
+            .get(&pair_key(left, right))
+            .copied()
+            .unwrap_or(NO_MERGE)
+    }
+
+    /// The merge of two one-byte tokens, by their bytes.
+    #[inline]
+    fn byte_merge(&self, left: u8, right: u8) -> u64 {
+        self.byte_pairs
+            .get(usize::from(left) << 8 | usize::from(right))
+            .copied()
+            .unwrap_or(NO_MERGE)
+    }
+}
+
+/// [`FastBpe`] with one thread's piece cache and merge buffers.
+pub(crate) struct PieceEncoder<'a> {
+    bpe: &'a FastBpe,
+    state: &'a mut ThreadState,
+}
+
+impl PieceEncoder<'_> {
+    /// Append the ids of one piece (raw bytes) to `ids`.
+    #[inline]
+    pub(crate) fn encode(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
+        let bpe = self.bpe;
+        let Some(key) = short_key(bytes) else {
+            match bpe.whole.get(bytes) {
+                Some(&id) => ids.push(id),
+                None => self.merge(bytes, ids),
+            }
+            return;
         };
-        if let Some(&id) = self.whole_short.get(&key) {
+        if let Some(&id) = bpe.whole_short.get(&key) {
             ids.push(id);
-            return true;
+            return;
         }
-        PIECES.with(|cache| {
-            let Ok(mut cache) = cache.try_borrow_mut() else {
-                self.merge_piece(bytes, ids);
-                return;
-            };
-            if cache.owner != self.serial {
-                cache.entries.clear();
-                cache.owner = self.serial;
-            }
-            let cache = &mut cache.entries;
-            if let Some(found) = cache.get(&key) {
+        if let Some(&(start, len)) = self.state.pieces.get(&key) {
+            let (start, len) = (start as usize, len as usize);
+            if let Some(found) = self.state.ids.get(start..start + len) {
                 ids.extend_from_slice(found);
                 return;
             }
-            let from = ids.len();
-            self.merge_piece(bytes, ids);
-            if cache.len() >= PIECE_CACHE_ENTRIES {
-                cache.clear();
-            }
-            let merged = ids.get(from..).unwrap_or_default();
-            cache.insert(key, merged.into());
-        });
-        true
+        }
+        let from = ids.len();
+        self.merge(bytes, ids);
+        let state = &mut *self.state;
+        if state.pieces.len() >= PIECE_CACHE_ENTRIES {
+            state.clear_pieces();
+        }
+        let merged = ids.get(from..).unwrap_or_default();
+        if let (Ok(start), Ok(len)) = (u32::try_from(state.ids.len()), u32::try_from(merged.len())) {
+            state.ids.extend_from_slice(merged);
+            state.pieces.insert(key, (start, len));
+        }
     }
 
-    /// The rank and merged id of the pair `(left, right)`, `(NONE, _)` when it has none.
-    fn merge_of(&self, left: u32, right: u32) -> (u32, u32) {
-        self.merges
-            .get(&pair_key(left, right))
-            .map_or((NONE, 0), |&merge| ((merge >> 32) as u32, merge as u32))
+    /// BPE proper: lowest rank first, leftmost on a tie.
+    fn merge(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
+        if bytes.len() > MAX_PIECE_BYTES {
+            self.merge_long(bytes, ids);
+        } else {
+            self.bpe.merge_short(bytes, ids);
+        }
     }
 
     /// BPE for a long piece: a queue of `(rank, position)`, lowest first (so leftmost on
     /// a tie), over a linked list of symbols. An entry is stale when its symbol was merged
     /// away or its pair changed; the rank names the pair, so comparing it detects that.
-    fn merge_long(&self, bytes: &[u8], ids: &mut Vec<u32>) {
+    fn merge_long(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
         use std::cmp::Reverse;
+        let bpe = self.bpe;
         let len = bytes.len();
-        let mut symbols: Vec<u32> = bytes
-            .iter()
-            .map(|&byte| self.byte_ids[usize::from(byte)])
-            .collect();
-        let mut alive = vec![true; len];
-        let mut next: Vec<usize> = (1..=len).collect();
-        let mut previous: Vec<usize> = (0..len).map(|at| at.wrapping_sub(1)).collect();
-        let mut queue = std::collections::BinaryHeap::with_capacity(len);
-        for at in 0..len.saturating_sub(1) {
-            let (rank, _) = self.merge_of(symbols[at], symbols[at + 1]);
-            if rank != NONE {
-                queue.push(Reverse((rank, at)));
+        let ThreadState {
+            symbols,
+            next,
+            previous,
+            queue,
+            ..
+        } = &mut *self.state;
+        symbols.clear();
+        symbols.extend(bytes.iter().map(|&byte| bpe.byte_ids[usize::from(byte)]));
+        next.clear();
+        next.extend(1..=len);
+        previous.clear();
+        previous.extend((0..len).map(|at| at.wrapping_sub(1)));
+        queue.clear();
+        // `(rank << 64) | position`: ordered by rank, then position.
+        let entry = |merge: u64, at: usize| Reverse(u128::from(merge >> 32) << 64 | at as u128);
+        for (at, pair) in bytes.windows(2).enumerate() {
+            let merge = bpe.byte_merge(pair[0], pair[1]);
+            if merge != NO_MERGE {
+                queue.push(entry(merge, at));
             }
         }
-        while let Some(Reverse((rank, at))) = queue.pop() {
-            let Some(&right) = next.get(at) else { continue };
-            if !alive.get(at).copied().unwrap_or(false) || right >= len {
+        let symbol = |symbols: &[u32], at: usize| symbols.get(at).copied().unwrap_or(GONE);
+        while let Some(Reverse(top)) = queue.pop() {
+            let (rank, at) = ((top >> 64) as u64, top as u64 as usize);
+            let right = next.get(at).copied().unwrap_or(len);
+            let left_symbol = symbol(symbols, at);
+            if left_symbol == GONE || right >= len {
                 continue;
             }
-            let (current, merged) = self.merge_of(symbols[at], symbols[right]);
-            if current != rank {
+            let merge = bpe.merge_of(left_symbol, symbol(symbols, right));
+            if merge == NO_MERGE || merge >> 32 != rank {
                 continue;
             }
-            symbols[at] = merged;
-            alive[right] = false;
-            let after = next[right];
-            next[at] = after;
+            let merged = merge as u32;
+            if let Some(slot) = symbols.get_mut(at) {
+                *slot = merged;
+            }
+            if let Some(slot) = symbols.get_mut(right) {
+                *slot = GONE;
+            }
+            let after = next.get(right).copied().unwrap_or(len);
+            if let Some(slot) = next.get_mut(at) {
+                *slot = after;
+            }
             if after < len {
-                previous[after] = at;
-                let (rank, _) = self.merge_of(merged, symbols[after]);
-                if rank != NONE {
-                    queue.push(Reverse((rank, at)));
+                if let Some(slot) = previous.get_mut(after) {
+                    *slot = at;
+                }
+                let merge = bpe.merge_of(merged, symbol(symbols, after));
+                if merge != NO_MERGE {
+                    queue.push(entry(merge, at));
                 }
             }
-            let before = previous[at];
+            let before = previous.get(at).copied().unwrap_or(usize::MAX);
             if before < len {
-                let (rank, _) = self.merge_of(symbols[before], merged);
-                if rank != NONE {
-                    queue.push(Reverse((rank, before)));
+                let merge = bpe.merge_of(symbol(symbols, before), merged);
+                if merge != NO_MERGE {
+                    queue.push(entry(merge, before));
                 }
             }
         }
         let mut at = 0;
         while at < len {
-            ids.push(symbols[at]);
-            at = next[at];
+            ids.push(symbol(symbols, at));
+            at = next.get(at).copied().unwrap_or(len);
         }
     }
+}
 
-    /// BPE proper: lowest rank first, leftmost on a tie, on a linked list of symbols.
-    fn merge_piece(&self, bytes: &[u8], ids: &mut Vec<u32>) -> bool {
+impl FastBpe {
+    /// BPE on a piece of at most [`MAX_PIECE_BYTES`]: a linked list of symbols that keeps
+    /// each adjacent pair's merge, so a merge re-reads only the two pairs it changes.
+    fn merge_short(&self, bytes: &[u8], ids: &mut Vec<u32>) {
         let len = bytes.len();
-        if len > MAX_PIECE_BYTES {
-            self.merge_long(bytes, ids);
-            return true;
-        }
-        if len == 0 {
-            return true;
+        if len == 0 || len > MAX_PIECE_BYTES {
+            return;
         }
         let mut symbols = [0u32; MAX_PIECE_BYTES];
-        // `ranks[i]`/`merged[i]`: the merge of symbol `i` with the one after it.
-        let mut ranks = [NONE; MAX_PIECE_BYTES];
-        let mut merged = [0u32; MAX_PIECE_BYTES];
+        // `merges[i]`: the merge of symbol `i` with the one after it.
+        let mut merges = [NO_MERGE; MAX_PIECE_BYTES];
         // `next[i]`: index of the symbol after `i` (`len` at the end).
         let mut next = [0u8; MAX_PIECE_BYTES];
         for (at, &byte) in bytes.iter().enumerate() {
             symbols[at] = self.byte_ids[usize::from(byte)];
             next[at] = (at + 1) as u8;
         }
-        for at in 0..len - 1 {
-            (ranks[at], merged[at]) = self.merge_of(symbols[at], symbols[at + 1]);
+        for (at, pair) in bytes.windows(2).enumerate() {
+            merges[at] = self.byte_merge(pair[0], pair[1]);
         }
         loop {
             // The lowest rank, leftmost on a tie, and the symbol before it.
-            let (mut best, mut best_at, mut before) = (NONE, len, len);
+            let (mut best, mut best_at, mut before) = (NO_MERGE, len, len);
             let (mut previous, mut at) = (len, 0usize);
             while at < len {
-                if ranks[at] < best {
-                    (best, best_at, before) = (ranks[at], at, previous);
+                if merges[at] >> 32 < best >> 32 {
+                    (best, best_at, before) = (merges[at], at, previous);
                 }
                 previous = at;
                 at = usize::from(next[at]);
             }
-            if best == NONE {
+            if best == NO_MERGE {
                 break;
             }
             let gone = usize::from(next[best_at]);
-            symbols[best_at] = merged[best_at];
+            symbols[best_at] = best as u32;
             next[best_at] = next.get(gone).copied().unwrap_or(len as u8);
             let after = usize::from(next[best_at]);
-            (ranks[best_at], merged[best_at]) = if after < len {
+            merges[best_at] = if after < len {
                 self.merge_of(symbols[best_at], symbols[after])
             } else {
-                (NONE, 0)
+                NO_MERGE
             };
             if before < len {
-                (ranks[before], merged[before]) = self.merge_of(symbols[before], symbols[best_at]);
+                merges[before] = self.merge_of(symbols[before], symbols[best_at]);
             }
         }
         let mut at = 0usize;
@@ -311,7 +431,6 @@ impl FastBpe {
             ids.push(symbols[at]);
             at = usize::from(next[at]);
         }
-        true
     }
 }
 

@@ -147,10 +147,12 @@ impl PlainPipeline {
         // The hand-written splitter hands each piece straight to the merges: no list of
         // pieces is built (a list per chunk costs page faults on every core).
         if let (Some(by_hand), Some(bpe)) = (V4Pieces::ready().filter(|_| self.deepseek_v4), bpe) {
-            by_hand.each_piece(text, &mut |piece| {
-                if let Some(bytes) = text.as_bytes().get(piece) {
-                    bpe.encode_piece(bytes, ids);
-                }
+            bpe.with_encoder(|encoder| {
+                by_hand.each_piece(text, &mut |piece| {
+                    if let Some(bytes) = text.as_bytes().get(piece) {
+                        encoder.encode(bytes, ids);
+                    }
+                });
             });
             return Ok(());
         }
@@ -159,14 +161,21 @@ impl PlainPipeline {
             Some(by_hand) => by_hand.pieces(text, &mut pieces),
             None => self.regex_pieces(text, &mut pieces),
         }
+        if let Some(bpe) = bpe {
+            bpe.with_encoder(|encoder| {
+                for piece in pieces {
+                    if let Some(bytes) = text.as_bytes().get(piece) {
+                        encoder.encode(bytes, ids);
+                    }
+                }
+            });
+            return Ok(());
+        }
         let mut spelled = String::new();
         for piece in pieces {
             let Some(bytes) = text.as_bytes().get(piece) else {
                 continue;
             };
-            if bpe.is_some_and(|bpe| bpe.encode_piece(bytes, ids)) {
-                continue;
-            }
             spelled.clear();
             spelled.extend(bytes.iter().map(|&byte| byte_level::byte_char(byte)));
             ids.extend(model.tokenize(&spelled)?.into_iter().map(|token| token.id));

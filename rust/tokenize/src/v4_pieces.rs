@@ -63,6 +63,8 @@ static SHARED: OnceLock<Option<V4Pieces>> = OnceLock::new();
 /// Per code point class bits, probed from the regex engine.
 pub(crate) struct V4Pieces {
     classes: Box<[u8]>,
+    /// The first 128 entries of `classes`, for the common case.
+    ascii: [u8; 128],
 }
 
 impl V4Pieces {
@@ -159,13 +161,41 @@ impl V4Pieces {
                 *slot |= bit;
             }
         }
+        let mut ascii = [0u8; 128];
+        for (slot, class) in ascii.iter_mut().zip(&classes) {
+            *slot = *class;
+        }
         Some(Self {
             classes: classes.into_boxed_slice(),
+            ascii,
         })
     }
 
-    fn class(&self, c: char) -> u8 {
-        self.classes.get(c as usize).copied().unwrap_or(0)
+    /// Class bits of the character starting at byte `at` of `t`, and its length in bytes;
+    /// `(0, 0)` at the end of `t`. ASCII is read from the byte, the rest decoded.
+    #[inline]
+    fn char_at(&self, t: &str, at: usize) -> (u8, usize) {
+        match t.as_bytes().get(at) {
+            None => (0, 0),
+            Some(&byte) if byte.is_ascii() => (self.ascii[usize::from(byte)], 1),
+            Some(_) => t
+                .get(at..)
+                .and_then(|rest| rest.chars().next())
+                .map_or((0, 0), |c| {
+                    let class = self.classes.get(c as usize).copied().unwrap_or(0);
+                    (class, c.len_utf8())
+                }),
+        }
+    }
+
+    /// Like [`Self::char_at`], but a character that starts a number group or a kanji/kana
+    /// run ends the regex 3 piece it follows, so it reads as the end of the text.
+    #[inline]
+    fn word_char_at(&self, t: &str, at: usize) -> (u8, usize) {
+        match self.char_at(t, at) {
+            (class, _) if class & (NUMBER | KANJI_KANA) != 0 => (0, 0),
+            found => found,
+        }
     }
 
     /// Append the pieces of `text` (byte ranges, in order, covering it) to `out`.
@@ -174,141 +204,134 @@ impl V4Pieces {
     }
 
     /// Call `emit` with each piece of `text` (byte ranges, in order, covering it).
+    ///
+    /// One pass does the three nested splits: a number starts a group of up to three
+    /// (regex 1); otherwise a kanji/kana character starts a run of them (regex 2, which
+    /// never sees numbers); otherwise the position is inside a regex 3 piece, which ends at
+    /// the next number or kanji/kana character ([`Self::word_char_at`] reads those as its
+    /// end). Characters where no regex 3 alternative starts gather into one piece until
+    /// the next match or the end of their regex 3 piece.
     pub(crate) fn each_piece(&self, text: &str, emit: &mut impl FnMut(Range<usize>)) {
-        isolated(
-            text,
-            0..text.len(),
-            |t, from| self.number_group(t, from),
-            &mut |digits| {
-                isolated(
-                    text,
-                    digits,
-                    |t, from| self.kanji_kana_run(t, from),
-                    &mut |rest| {
-                        isolated(text, rest, |t, from| self.word(t, from), &mut *emit);
-                    },
-                );
-            },
-        );
+        let mut at = 0;
+        let mut unmatched: Option<usize> = None;
+        while at < text.len() {
+            let (class, len) = self.char_at(text, at);
+            if len == 0 {
+                break;
+            }
+            let end = if class & NUMBER != 0 {
+                Some(self.number_group_end(text, at))
+            } else if class & KANJI_KANA != 0 {
+                Some(self.kanji_kana_end(text, at))
+            } else {
+                self.word_end(text, at, class, len)
+            };
+            match end {
+                Some(end) if end > at => {
+                    if let Some(from) = unmatched.take() {
+                        emit(from..at);
+                    }
+                    emit(at..end);
+                    at = end;
+                }
+                _ => {
+                    unmatched.get_or_insert(at);
+                    at += len;
+                }
+            }
+        }
+        if let Some(from) = unmatched {
+            emit(from..text.len());
+        }
     }
 
-    /// Regex 1: up to three numbers.
-    fn number_group(&self, t: &str, from: usize) -> Option<(usize, usize)> {
-        let (start, _) = chars_from(t, from).find(|&(_, c)| self.class(c) & NUMBER != 0)?;
-        let end = chars_from(t, start)
-            .take(3)
-            .take_while(|&(_, c)| self.class(c) & NUMBER != 0)
-            .last()
-            .map_or(start, |(at, c)| at + c.len_utf8());
-        Some((start, end))
+    /// Regex 1: the end of up to three numbers from `at` (a number).
+    fn number_group_end(&self, t: &str, at: usize) -> usize {
+        let mut end = at;
+        for _ in 0..3 {
+            match self.char_at(t, end) {
+                (class, len) if len > 0 && class & NUMBER != 0 => end += len,
+                _ => break,
+            }
+        }
+        end
     }
 
-    /// Regex 2: a run of kanji and kana.
-    fn kanji_kana_run(&self, t: &str, from: usize) -> Option<(usize, usize)> {
-        let (start, _) = chars_from(t, from).find(|&(_, c)| self.class(c) & KANJI_KANA != 0)?;
-        Some((start, self.run_end(t, start, KANJI_KANA)))
-    }
-
-    /// Regex 3: the first position where an alternative matches, and its match.
-    fn word(&self, t: &str, from: usize) -> Option<(usize, usize)> {
-        chars_from(t, from).find_map(|(at, c0)| self.word_at(t, at, c0).map(|end| (at, end)))
-    }
-
-    /// End of the regex 3 match starting at `at` (whose character is `c0`), if any.
-    fn word_at(&self, t: &str, at: usize, c0: char) -> Option<usize> {
-        let after = at + c0.len_utf8();
-        let c1 = t.get(after..).and_then(|rest| rest.chars().next());
-        let k0 = self.class(c0);
-        let k1 = c1.map_or(0, |c| self.class(c));
+    /// End of the regex 3 match starting at `at` (a character of class `k0`, `n0` bytes,
+    /// inside a regex 3 piece), if an alternative matches there.
+    #[inline]
+    fn word_end(&self, t: &str, at: usize, k0: u8, n0: usize) -> Option<usize> {
+        let bytes = t.as_bytes();
+        let b0 = bytes.get(at).copied().unwrap_or(0);
+        let after = at + n0;
+        let (k1, n1) = self.word_char_at(t, after);
+        let b1 = if n1 == 0 { 0 } else { bytes.get(after).copied().unwrap_or(0) };
         // 1. ASCII punctuation then ASCII letters.
-        if c0.is_ascii_punctuation() && c1.is_some_and(|c| c.is_ascii_alphabetic()) {
-            let letters = t.get(after..).unwrap_or_default();
-            let len = letters.bytes().take_while(u8::is_ascii_alphabetic).count();
-            return Some(after + len);
+        if b0.is_ascii_punctuation() && b1.is_ascii_alphabetic() {
+            let letters = bytes.get(after..).unwrap_or_default();
+            return Some(after + letters.iter().take_while(|b| b.is_ascii_alphabetic()).count());
         }
         // 2. An optional lead character, then letters and marks.
-        let lead = c0 != '\r' && c0 != '\n' && k0 & (LETTER | PUNCT | SYMBOL) == 0;
-        if lead && k1 & (LETTER | MARK) != 0 {
-            return Some(self.run_end(t, after, LETTER | MARK));
-        }
         if k0 & (LETTER | MARK) != 0 {
-            return Some(self.run_end(t, at, LETTER | MARK));
+            return Some(self.word_run_end(t, after, LETTER | MARK));
+        }
+        let lead = b0 != b'\r' && b0 != b'\n' && k0 & (LETTER | PUNCT | SYMBOL) == 0;
+        if lead && k1 & (LETTER | MARK) != 0 {
+            return Some(self.word_run_end(t, after + n1, LETTER | MARK));
         }
         // 3. An optional space, punctuation and symbols, then CR/LF.
-        let symbols_from = if c0 == ' ' && k1 & (PUNCT | SYMBOL) != 0 {
-            Some(after)
-        } else if k0 & (PUNCT | SYMBOL) != 0 {
+        let symbols_from = if k0 & (PUNCT | SYMBOL) != 0 {
             Some(at)
+        } else if b0 == b' ' && k1 & (PUNCT | SYMBOL) != 0 {
+            Some(after)
         } else {
             None
         };
         if let Some(start) = symbols_from {
-            let end = self.run_end(t, start, PUNCT | SYMBOL);
-            let newlines = t
-                .get(end..)
-                .unwrap_or_default()
-                .bytes()
-                .take_while(|b| matches!(b, b'\r' | b'\n'));
-            return Some(end + newlines.count());
+            let end = self.word_run_end(t, start, PUNCT | SYMBOL);
+            let newlines = bytes.get(end..).unwrap_or_default();
+            return Some(end + newlines.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count());
         }
         if k0 & SPACE == 0 {
             return None;
         }
         // 4–6. Whitespace.
-        let end = self.run_end(t, at, SPACE);
-        let run = t.get(at..end).unwrap_or_default();
-        if let Some(last_newline) = run.rfind(['\r', '\n']) {
+        let end = self.word_run_end(t, at, SPACE);
+        let run = bytes.get(at..end).unwrap_or_default();
+        if let Some(last_newline) = run.iter().rposition(|b| matches!(b, b'\r' | b'\n')) {
             return Some(at + last_newline + 1);
         }
-        if end == t.len() {
+        if self.word_char_at(t, end).1 == 0 {
             return Some(end);
         }
-        let last = run.char_indices().next_back().map_or(0, |(i, _)| i);
+        let last = t
+            .get(at..end)
+            .and_then(|run| run.char_indices().next_back())
+            .map_or(0, |(i, _)| i);
         Some(if last > 0 { at + last } else { end })
     }
 
-    /// End of the run of characters, from `start`, that have any of `bits`.
-    fn run_end(&self, t: &str, start: usize, bits: u8) -> usize {
-        chars_from(t, start)
-            .find(|&(_, c)| self.class(c) & bits == 0)
-            .map_or(t.len(), |(at, _)| at)
-    }
-}
-
-/// `(byte offset, char)` of `t` from byte `from` on.
-fn chars_from(t: &str, from: usize) -> impl Iterator<Item = (usize, char)> + '_ {
-    t.get(from..)
-        .unwrap_or_default()
-        .char_indices()
-        .map(move |(i, c)| (from + i, c))
-}
-
-/// Split `range` of `text` like a `Split` with `Isolated` behaviour: matches of `next`
-/// (which sees only the piece, and returns the first match at or after a byte offset) and
-/// the unmatched text between them, in order.
-fn isolated(
-    text: &str,
-    range: Range<usize>,
-    next: impl Fn(&str, usize) -> Option<(usize, usize)>,
-    emit: &mut impl FnMut(Range<usize>),
-) {
-    let Some(piece) = text.get(range.clone()) else {
-        return;
-    };
-    let mut previous = 0;
-    let mut from = 0;
-    while let Some((start, end)) = next(piece, from) {
-        if end <= start {
-            break;
+    /// End of the kanji/kana run from `start` (regex 2 never sees a number).
+    fn kanji_kana_end(&self, t: &str, start: usize) -> usize {
+        let mut end = start;
+        loop {
+            match self.char_at(t, end) {
+                (class, len) if len > 0 && class & (KANJI_KANA | NUMBER) == KANJI_KANA => end += len,
+                _ => return end,
+            }
         }
-        if previous != start {
-            emit(range.start + previous..range.start + start);
-        }
-        emit(range.start + start..range.start + end);
-        previous = end;
-        from = end;
     }
-    if previous != piece.len() {
-        emit(range.start + previous..range.end);
+
+    /// End of the run of characters, from `start`, that have any of `bits`, inside a regex
+    /// 3 piece (so it stops at the piece's end).
+    #[inline]
+    fn word_run_end(&self, t: &str, start: usize, bits: u8) -> usize {
+        let mut end = start;
+        loop {
+            match self.word_char_at(t, end) {
+                (class, len) if len > 0 && class & bits != 0 => end += len,
+                _ => return end,
+            }
+        }
     }
 }
