@@ -52,6 +52,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokenizer = Tokenizer::from_file(path.as_ref())?;
     let load = started.elapsed().as_secs_f64();
     println!("{label}: load {load:.3} s");
+    tokenizer.warm_up();
+    println!(
+        "{label}: kanji/kana characters merged whole: {}",
+        tokenizer.char_merge_characters()
+    );
     for workload in workloads {
         let mut sink = std::fs::File::create(out.join(format!("{workload}.{label}.ids")))?;
         let mut write = |ids: &[u32]| -> std::io::Result<()> {

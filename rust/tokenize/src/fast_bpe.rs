@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokenizers::ModelWrapper;
 
 use crate::byte_level;
+use crate::char_merge::{CharMerge, MergeTable};
 
 /// Pieces up to this many bytes merge by scanning a linked list; longer ones by a queue.
 pub(crate) const MAX_PIECE_BYTES: usize = 32;
@@ -117,6 +118,8 @@ pub(crate) struct FastBpe {
     /// bytes by [`short_key`], longer ones by their bytes.
     whole_short: Fast<u128, u32>,
     whole: Fast<Box<[u8]>, u32>,
+    /// Runs of kanji/kana merged from their characters, when the merges allow it.
+    chars: Option<CharMerge>,
     /// Unique per table, so a thread's piece cache never serves another vocabulary.
     serial: u64,
 }
@@ -146,6 +149,7 @@ impl FastBpe {
         }
         let merges = json["merges"].as_array()?;
         let mut map = Fast::with_capacity_and_hasher(merges.len(), BuildHasherDefault::default());
+        let mut rules = Vec::with_capacity(merges.len());
         for (rank, merge) in merges.iter().enumerate() {
             let (left, right) = match merge {
                 Value::Array(pair) => (pair.first()?.as_str()?, pair.get(1)?.as_str()?),
@@ -155,7 +159,9 @@ impl FastBpe {
             let merged = id(&format!("{left}{right}"))?;
             let rank = u32::try_from(rank).ok().filter(|&rank| rank != NONE)?;
             // The first occurrence of a pair wins, as in the model's own merge map.
-            map.entry(pair_key(id(left)?, id(right)?))
+            let (left, right) = (id(left)?, id(right)?);
+            rules.push((left, right, rank));
+            map.entry(pair_key(left, right))
                 .or_insert((u64::from(rank) << 32) | u64::from(merged));
         }
         let byte_pairs = (0..=u16::MAX)
@@ -171,6 +177,7 @@ impl FastBpe {
             merges: map,
             whole_short: Fast::default(),
             whole: Fast::default(),
+            chars: None,
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         let mut whole = Fast::default();
@@ -204,7 +211,20 @@ impl FastBpe {
         }
         bpe.whole = whole;
         bpe.whole_short = whole_short;
+        let token_bytes: HashMap<u32, Vec<u8>> = vocab
+            .iter()
+            .filter_map(|(token, id)| {
+                let id = u32::try_from(id.as_u64()?).ok()?;
+                Some((id, byte_level::alphabet_bytes(token)?))
+            })
+            .collect();
+        bpe.chars = CharMerge::build(&bpe, rules.into_iter(), &token_bytes);
         Some(bpe)
+    }
+
+    /// Whether runs of kanji/kana merge from their characters (`char_merge.rs`).
+    pub(crate) fn merges_characters(&self) -> usize {
+        self.chars.as_ref().map_or(0, CharMerge::characters)
     }
 
     /// Run `encode` with this thread's piece encoder (its cache and buffers), borrowed once
@@ -251,6 +271,22 @@ impl FastBpe {
     }
 }
 
+impl MergeTable for FastBpe {
+    fn merge(&self, left: u32, right: u32) -> Option<(u32, u32)> {
+        let merge = self.merge_of(left, right);
+        (merge != NO_MERGE).then_some(((merge >> 32) as u32, merge as u32))
+    }
+
+    fn byte_id(&self, byte: u8) -> u32 {
+        self.byte_ids[usize::from(byte)]
+    }
+}
+
+/// A queue entry `(rank << 64) | position`: ordered by rank, then position.
+fn queue_entry(merge: u64, at: usize) -> std::cmp::Reverse<u128> {
+    std::cmp::Reverse(u128::from(merge >> 32) << 64 | at as u128)
+}
+
 /// [`FastBpe`] with one thread's piece cache and merge buffers.
 pub(crate) struct PieceEncoder<'a> {
     bpe: &'a FastBpe,
@@ -287,7 +323,8 @@ impl PieceEncoder<'_> {
             state.clear_pieces();
         }
         let merged = ids.get(from..).unwrap_or_default();
-        if let (Ok(start), Ok(len)) = (u32::try_from(state.ids.len()), u32::try_from(merged.len())) {
+        if let (Ok(start), Ok(len)) = (u32::try_from(state.ids.len()), u32::try_from(merged.len()))
+        {
             state.ids.extend_from_slice(merged);
             state.pieces.insert(key, (start, len));
         }
@@ -295,20 +332,47 @@ impl PieceEncoder<'_> {
 
     /// BPE proper: lowest rank first, leftmost on a tie.
     fn merge(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
+        let bpe = self.bpe;
+        // A run of kanji/kana merges from its characters' ids (`char_merge.rs`).
+        if let (Some(chars), Some(0xE3..=0xE9)) = (&bpe.chars, bytes.first()) {
+            let state = &mut *self.state;
+            if bytes.len() >= 6 && chars.char_ids(bytes, &mut state.symbols) {
+                state.queue.clear();
+                for (at, pair) in state.symbols.windows(2).enumerate() {
+                    let merge = bpe.merge_of(pair[0], pair[1]);
+                    if merge != NO_MERGE {
+                        state.queue.push(queue_entry(merge, at));
+                    }
+                }
+                return self.run_queue(ids);
+            }
+        }
         if bytes.len() > MAX_PIECE_BYTES {
-            self.merge_long(bytes, ids);
+            let state = &mut *self.state;
+            state.symbols.clear();
+            state
+                .symbols
+                .extend(bytes.iter().map(|&byte| bpe.byte_ids[usize::from(byte)]));
+            state.queue.clear();
+            for (at, pair) in bytes.windows(2).enumerate() {
+                let merge = bpe.byte_merge(pair[0], pair[1]);
+                if merge != NO_MERGE {
+                    state.queue.push(queue_entry(merge, at));
+                }
+            }
+            self.run_queue(ids);
         } else {
-            self.bpe.merge_short(bytes, ids);
+            bpe.merge_short(bytes, ids);
         }
     }
 
-    /// BPE for a long piece: a queue of `(rank, position)`, lowest first (so leftmost on
-    /// a tie), over a linked list of symbols. An entry is stale when its symbol was merged
-    /// away or its pair changed; the rank names the pair, so comparing it detects that.
-    fn merge_long(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
+    /// BPE for a long piece, from the symbols and the queue of their first merges: a
+    /// queue of `(rank, position)`, lowest first (so leftmost on a tie), over a linked
+    /// list of symbols. An entry is stale when its symbol was merged away or its pair
+    /// changed; the rank names the pair, so comparing it detects that.
+    fn run_queue(&mut self, ids: &mut Vec<u32>) {
         use std::cmp::Reverse;
         let bpe = self.bpe;
-        let len = bytes.len();
         let ThreadState {
             symbols,
             next,
@@ -316,21 +380,12 @@ impl PieceEncoder<'_> {
             queue,
             ..
         } = &mut *self.state;
-        symbols.clear();
-        symbols.extend(bytes.iter().map(|&byte| bpe.byte_ids[usize::from(byte)]));
+        let len = symbols.len();
         next.clear();
         next.extend(1..=len);
         previous.clear();
         previous.extend((0..len).map(|at| at.wrapping_sub(1)));
-        queue.clear();
-        // `(rank << 64) | position`: ordered by rank, then position.
-        let entry = |merge: u64, at: usize| Reverse(u128::from(merge >> 32) << 64 | at as u128);
-        for (at, pair) in bytes.windows(2).enumerate() {
-            let merge = bpe.byte_merge(pair[0], pair[1]);
-            if merge != NO_MERGE {
-                queue.push(entry(merge, at));
-            }
-        }
+        let entry = queue_entry;
         let symbol = |symbols: &[u32], at: usize| symbols.get(at).copied().unwrap_or(GONE);
         while let Some(Reverse(top)) = queue.pop() {
             let (rank, at) = ((top >> 64) as u64, top as u64 as usize);

@@ -19,6 +19,7 @@
 
 mod added_split;
 mod byte_level;
+mod char_merge;
 mod error;
 mod fast_bpe;
 mod gap_cache;

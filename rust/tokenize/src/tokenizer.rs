@@ -211,6 +211,15 @@ impl Tokenizer {
         self.fast_bpe.get().is_some_and(Option::is_some)
     }
 
+    /// How many kanji and kana characters merge from their own ids in runs of them, which
+    /// the merge table was checked to allow (`char_merge.rs`); 0 until ready.
+    pub fn char_merge_characters(&self) -> usize {
+        self.fast_bpe
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, FastBpe::merges_characters)
+    }
+
     /// The id of `spelling` in the added vocabulary, if it is there (special or not).
     pub fn added_token_id(&self, spelling: &str) -> Option<u32> {
         self.added.get(spelling).copied()

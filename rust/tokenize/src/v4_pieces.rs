@@ -265,11 +265,21 @@ impl V4Pieces {
         let b0 = bytes.get(at).copied().unwrap_or(0);
         let after = at + n0;
         let (k1, n1) = self.word_char_at(t, after);
-        let b1 = if n1 == 0 { 0 } else { bytes.get(after).copied().unwrap_or(0) };
+        let b1 = if n1 == 0 {
+            0
+        } else {
+            bytes.get(after).copied().unwrap_or(0)
+        };
         // 1. ASCII punctuation then ASCII letters.
         if b0.is_ascii_punctuation() && b1.is_ascii_alphabetic() {
             let letters = bytes.get(after..).unwrap_or_default();
-            return Some(after + letters.iter().take_while(|b| b.is_ascii_alphabetic()).count());
+            return Some(
+                after
+                    + letters
+                        .iter()
+                        .take_while(|b| b.is_ascii_alphabetic())
+                        .count(),
+            );
         }
         // 2. An optional lead character, then letters and marks.
         if k0 & (LETTER | MARK) != 0 {
@@ -290,7 +300,12 @@ impl V4Pieces {
         if let Some(start) = symbols_from {
             let end = self.word_run_end(t, start, PUNCT | SYMBOL);
             let newlines = bytes.get(end..).unwrap_or_default();
-            return Some(end + newlines.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count());
+            return Some(
+                end + newlines
+                    .iter()
+                    .take_while(|b| matches!(b, b'\r' | b'\n'))
+                    .count(),
+            );
         }
         if k0 & SPACE == 0 {
             return None;
@@ -316,7 +331,9 @@ impl V4Pieces {
         let mut end = start;
         loop {
             match self.char_at(t, end) {
-                (class, len) if len > 0 && class & (KANJI_KANA | NUMBER) == KANJI_KANA => end += len,
+                (class, len) if len > 0 && class & (KANJI_KANA | NUMBER) == KANJI_KANA => {
+                    end += len
+                }
                 _ => return end,
             }
         }

@@ -10,6 +10,47 @@ fn the_deepseek_file_takes_the_direct_pipeline() {
     assert!(common::tokenizer().uses_direct_pipeline());
     assert!(common::tokenizer().uses_deepseek_v4_splitter());
     assert!(common::tokenizer().uses_fast_bpe());
+    // Kanji/kana runs merge from whole characters for most common characters (the merge
+    // table passes `char_merge.rs`'s check for them); a change that lost that would be slow.
+    assert!(common::tokenizer().char_merge_characters() > 3000);
+}
+
+/// Runs of kanji and kana, which merge from whole characters where the merge table allows
+/// it: characters drawn from the whole class (rare ones, and ones the check leaves out),
+/// and from words whose merges mix parts of characters (`ー` + `ド`, `ション`, `娱乐圈`).
+#[test]
+fn kanji_kana_runs_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let words: Vec<&str> = "ション ファイル ード ーム 娱乐圈 中国 日本語 東京 是的 我们 ソフトウェア 的 一 丁 乐 の を は"
+        .split(' ')
+        .collect();
+    let class: Vec<char> = (0x3040..=0x30ff)
+        .chain(0x4e00..=0x9fa5)
+        .filter_map(char::from_u32)
+        .collect();
+    let mut state: u64 = 0xc3c3;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        usize::try_from(state >> 33).unwrap()
+    };
+    for round in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..1 + next() % 30 {
+            match next() % 3 {
+                0 => text.push(class[next() % class.len()]),
+                // The first kanji of the block, many of them common.
+                1 => text.push(class[192 + next() % 3000]),
+                _ => text.push_str(words[next() % words.len()]),
+            }
+        }
+        assert_eq!(
+            tokenizer.encode_plain(&text).unwrap(),
+            tokenizer.encode_plain_by_tokenizers(&text).unwrap(),
+            "round {round}: {text:?}"
+        );
+    }
 }
 
 /// Word-like pieces of every length around the fast BPE's limit (64 bytes), from letters
