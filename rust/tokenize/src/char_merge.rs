@@ -92,15 +92,14 @@ impl CharMerge {
                 if !(1..joined).any(|at| (offset + at) % 3 == 0) {
                     continue; // inside one character
                 }
-                let aligned = |start: usize, len: usize| start % 3 == 0 && len % 3 == 0;
-                let within = |start: usize, len: usize| (1..len).all(|at| (start + at) % 3 != 0);
+                let aligned =
+                    |start: usize, len: usize| start.is_multiple_of(3) && len.is_multiple_of(3);
+                let within =
+                    |start: usize, len: usize| (1..len).all(|at| !(start + at).is_multiple_of(3));
                 if aligned(offset, left.len()) && aligned(offset + left.len(), right.len()) {
                     // Whole characters (fact 2): it can only apply if they merge alone
                     // into one token each; it must rank after their own merges.
-                    let Some(codes) = touched
-                        .iter()
-                        .map(|pattern| decode(pattern))
-                        .collect::<Option<Vec<u32>>>()
+                    let Some(codes) = touched.iter().map(decode).collect::<Option<Vec<u32>>>()
                     else {
                         continue;
                     };
