@@ -32,7 +32,6 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use rayon::prelude::*;
 use tokenizers::utils::SysRegex;
 
 const LETTER: u8 = 1;
@@ -119,36 +118,45 @@ impl V4Pieces {
                 .filter(|&&(_, bit)| bit & CATEGORIES == 0)
                 .map(|&(class, bit)| (format!("{class}+"), Some(bit))),
         );
-        let found = passes
-            .par_iter()
-            .map(|(pattern, bit)| {
-                let regex = SysRegex::new(pattern).ok()?;
-                let runs = regex
-                    .find_iter(&all)
-                    .filter_map(|(start, end)| {
-                        let matched = all.get(start..end)?;
-                        let first = matched.chars().next()?;
-                        let bit = match bit {
-                            Some(bit) => *bit,
-                            None => {
-                                let mut one = [0u8; 4];
-                                let one = first.encode_utf8(&mut one);
-                                singles
-                                    .iter()
-                                    .find(|(single, _)| single.find_iter(one).next().is_some())?
-                                    .1
-                            }
-                        };
-                        Some((
-                            bit,
-                            u32::from(first),
-                            u32::from(matched.chars().next_back()?),
-                        ))
-                    })
-                    .collect::<Vec<_>>();
-                Some(runs)
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let pass = |pattern: &str, bit: Option<u8>| {
+            let regex = SysRegex::new(pattern).ok()?;
+            let runs = regex
+                .find_iter(&all)
+                .filter_map(|(start, end)| {
+                    let matched = all.get(start..end)?;
+                    let first = matched.chars().next()?;
+                    let bit = match bit {
+                        Some(bit) => bit,
+                        None => {
+                            let mut one = [0u8; 4];
+                            let one = first.encode_utf8(&mut one);
+                            singles
+                                .iter()
+                                .find(|(single, _)| single.find_iter(one).next().is_some())?
+                                .1
+                        }
+                    };
+                    Some((
+                        bit,
+                        u32::from(first),
+                        u32::from(matched.chars().next_back()?),
+                    ))
+                })
+                .collect::<Vec<_>>();
+            Some(runs)
+        };
+        // Threads of their own, not rayon's: a caller waiting for this table may hold the
+        // only rayon thread (`warm_up` with RAYON_NUM_THREADS=1 would deadlock).
+        let found = std::thread::scope(|scope| {
+            let passes: Vec<_> = passes
+                .iter()
+                .map(|(pattern, bit)| scope.spawn(move || pass(pattern, *bit)))
+                .collect();
+            passes
+                .into_iter()
+                .map(|handle| handle.join().ok().flatten())
+                .collect::<Option<Vec<_>>>()
+        })?;
         let mut classes = vec![0u8; usize::try_from(u32::from(char::MAX)).ok()? + 1];
         for (bit, first, last) in found.into_iter().flatten() {
             // Consecutive in `all`, so every code point in between matched (a run over the
