@@ -201,7 +201,11 @@ impl ConversationRequest {
     }
 
     /// The completion budget for a prompt of `prompt_tokens` in a context of `context_limit`.
-    pub fn resolve_max_tokens(&self, prompt_tokens: u64, context_limit: u64) -> Result<u64, ConversionError> {
+    pub fn resolve_max_tokens(
+        &self,
+        prompt_tokens: u64,
+        context_limit: u64,
+    ) -> Result<u64, ConversionError> {
         let too_long = |requested: u64| {
             ConversionError::new(format!(
                 "This model's maximum context length is {context_limit} tokens. However, you requested {total} tokens ({prompt_tokens} in the messages, {requested} in the completion). Please reduce the length of the messages or completion.",

@@ -13,7 +13,9 @@ pub struct ConversionError {
 
 impl ConversionError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 
     pub fn status_code(&self) -> u16 {

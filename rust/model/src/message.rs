@@ -147,16 +147,28 @@ impl Message {
         tool_calls: Option<Vec<ToolCall>>,
         prefix: bool,
     ) -> Self {
-        Self { reasoning_content, tool_calls, prefix, ..Self::plain(Role::Assistant, content.into()) }
+        Self {
+            reasoning_content,
+            tool_calls,
+            prefix,
+            ..Self::plain(Role::Assistant, content.into())
+        }
     }
 
     pub fn tool(content: impl Into<String>, tool_call_id: Option<String>) -> Self {
-        Self { tool_call_id, ..Self::plain(Role::Tool, content.into()) }
+        Self {
+            tool_call_id,
+            ..Self::plain(Role::Tool, content.into())
+        }
     }
 
     /// Attach image sources whose placeholders are the first occurrences of `image_token`
     /// in the content (the rule for directly constructed messages).
-    pub fn with_images_at_first_occurrences(mut self, sources: Vec<ImageSource>, image_token: &str) -> Self {
+    pub fn with_images_at_first_occurrences(
+        mut self,
+        sources: Vec<ImageSource>,
+        image_token: &str,
+    ) -> Self {
         let mut ranges = Vec::new();
         if !image_token.is_empty() {
             for (start, _) in self.content.match_indices(image_token).take(sources.len()) {

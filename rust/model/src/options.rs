@@ -53,7 +53,10 @@ impl Default for ConversionOptions {
     fn default() -> Self {
         let mut model_versions_by_name = BTreeMap::new();
         model_versions_by_name.insert("DeepSeek-V4-Pro".to_owned(), ModelVersion::DeepseekV4Pro);
-        model_versions_by_name.insert("DeepSeek-V4.1-Flash".to_owned(), ModelVersion::DeepseekV41Flash);
+        model_versions_by_name.insert(
+            "DeepSeek-V4.1-Flash".to_owned(),
+            ModelVersion::DeepseekV41Flash,
+        );
         Self {
             default_thinking_mode: true,
             reasoning_content_behavior: ReasoningContentBehavior::FillEmpty,
@@ -70,12 +73,19 @@ impl Default for ConversionOptions {
 impl ConversionOptions {
     /// The model version for a request's `model` name, or the reference's error.
     pub fn model_version(&self, model: &str) -> Result<ModelVersion, crate::ConversionError> {
-        self.model_versions_by_name.get(model).copied().ok_or_else(|| {
-            let names: Vec<&str> = self.model_versions_by_name.keys().map(String::as_str).collect();
-            crate::ConversionError::new(format!(
-                "The supported API model names are {}, but you passed {model}.",
-                names.join(", ")
-            ))
-        })
+        self.model_versions_by_name
+            .get(model)
+            .copied()
+            .ok_or_else(|| {
+                let names: Vec<&str> = self
+                    .model_versions_by_name
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                crate::ConversionError::new(format!(
+                    "The supported API model names are {}, but you passed {model}.",
+                    names.join(", ")
+                ))
+            })
     }
 }

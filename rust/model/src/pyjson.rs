@@ -276,7 +276,11 @@ mod tests {
             ("quote and backslash", "x\"y\\z", "x\\\"y\\\\z"),
             ("short escapes", "\n\t\r\u{8}\u{c}", "\\n\\t\\r\\b\\f"),
             ("other controls", "\u{1}\u{1f}", "\\u0001\\u001f"),
-            ("DEL and non-ASCII literal", "\u{7f}é\u{2028}🦀", "\u{7f}é\u{2028}🦀"),
+            (
+                "DEL and non-ASCII literal",
+                "\u{7f}é\u{2028}🦀",
+                "\u{7f}é\u{2028}🦀",
+            ),
         ];
         for (name, input, expected) in table {
             let mut out = String::new();

@@ -131,7 +131,9 @@ pub struct SpecialTokens {
 
 impl Default for SpecialTokens {
     fn default() -> Self {
-        Self { spellings: SpecialToken::ALL.map(|t| t.default_str().to_owned()) }
+        Self {
+            spellings: SpecialToken::ALL.map(|t| t.default_str().to_owned()),
+        }
     }
 }
 

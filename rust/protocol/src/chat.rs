@@ -16,8 +16,9 @@ mod tests;
 mod wire;
 
 use deepseek_model::{
-    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
-    ReplySettings, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
+    Message, ParsingOptions, ReplySettings, ResponseFormat, Role, SpecialToken,
+    ThinkingInitialStage, ToolChoice,
 };
 use serde_json::Value;
 
@@ -44,7 +45,10 @@ impl ChatCompletionRequest {
         &self.wire.model
     }
 
-    pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
+    pub fn convert(
+        self,
+        options: &ConversionOptions,
+    ) -> Result<ConversationRequest, ConversionError> {
         let w = self.wire;
         let version = options.model_version(&w.model)?;
 
@@ -56,9 +60,15 @@ impl ChatCompletionRequest {
             return Err(ConversionError::new("Empty input messages"));
         }
 
-        let (thinking_mode, reasoning_effort) =
-            resolve_thinking(w.thinking.map(|t| t.kind), w.reasoning_effort, options.default_thinking_mode);
-        let ctx = ContentContext { version, image_token: options.special_tokens.get(SpecialToken::Image) };
+        let (thinking_mode, reasoning_effort) = resolve_thinking(
+            w.thinking.map(|t| t.kind),
+            w.reasoning_effort,
+            options.default_thinking_mode,
+        );
+        let ctx = ContentContext {
+            version,
+            image_token: options.special_tokens.get(SpecialToken::Image),
+        };
         let mut messages = messages::convert_messages(w.messages, &ctx)?;
         thinking::apply_reasoning_history_with_tools(
             &mut messages,
@@ -81,38 +91,64 @@ impl ChatCompletionRequest {
         } else {
             tools::validate_tool_schemas(declared_tools.into_iter().map(declared_tool).collect())?
         };
-        let (tool_defs, tool_choice) = tools::apply_tool_choice(tool_defs, requested_choice, thinking_mode)?;
+        let (tool_defs, tool_choice) =
+            tools::apply_tool_choice(tool_defs, requested_choice, thinking_mode)?;
         if prefix.is_some() {
             if json_object {
-                return Err(ConversionError::new("response_format json_object should not be used with prefix"));
+                return Err(ConversionError::new(
+                    "response_format json_object should not be used with prefix",
+                ));
             }
             if has_declared_tools || messages.iter().any(|m| !m.calls().is_empty()) {
-                return Err(ConversionError::new("Function call should not be used with prefix"));
+                return Err(ConversionError::new(
+                    "Function call should not be used with prefix",
+                ));
             }
         }
 
         let stop_sequences = stop_sequences(w.stop)?;
         if w.stream_options.is_some() && w.stream != Some(true) {
-            return Err(ConversionError::new("stream_options should be set along with stream = true"));
+            return Err(ConversionError::new(
+                "stream_options should be set along with stream = true",
+            ));
         }
-        let include_usage = w.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false);
+        let include_usage = w
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
         let has_response_format = w.response_format.is_some();
         let (response_format, format_schema) = response_format(w.response_format)?;
         let tools_active = !tool_defs.is_empty() && tool_choice != ToolChoice::None;
-        let strict_tools = if tools_active { tool_defs.iter().filter(|t| t.strict == Some(true)).count() } else { 0 };
+        let strict_tools = if tools_active {
+            tool_defs.iter().filter(|t| t.strict == Some(true)).count()
+        } else {
+            0
+        };
         if strict_tools > 0 && strict_tools < tool_defs.len() {
-            return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+            return Err(ConversionError::new(
+                "Cannot use strict tool with non-strict tool in the same request",
+            ));
         }
         if has_response_format && strict_tools > 0 {
-            return Err(ConversionError::new("response_format should not be used with tools"));
+            return Err(ConversionError::new(
+                "response_format should not be used with tools",
+            ));
         }
         if w.n.is_some_and(|n| n != 1) {
-            return Err(ConversionError::new("Invalid n value (currently only n = 1 is supported)"));
+            return Err(ConversionError::new(
+                "Invalid n value (currently only n = 1 is supported)",
+            ));
         }
         check_penalty("presence_penalty", w.presence_penalty)?;
         check_penalty("frequency_penalty", w.frequency_penalty)?;
-        let (temperature, top_p) =
-            thinking::sampling_with_tools(version, thinking_mode, tools_active, w.temperature, w.top_p)?;
+        let (temperature, top_p) = thinking::sampling_with_tools(
+            version,
+            thinking_mode,
+            tools_active,
+            w.temperature,
+            w.top_p,
+        )?;
         let logprobs = w.logprobs.unwrap_or(false);
         if w.top_logprobs.is_some() && !logprobs {
             return Err(ConversionError::new(
@@ -122,16 +158,24 @@ impl ChatCompletionRequest {
         thinking::check_top_logprobs(w.top_logprobs)?;
         let max_tokens = thinking::check_max_tokens(w.max_tokens, thinking_mode, options, false)?;
         if w.seed.is_some_and(|s| s >= 1 << 63) {
-            return Err(ConversionError::new("Invalid seed value, the valid range of seed is [0, 2^63)"));
+            return Err(ConversionError::new(
+                "Invalid seed value, the valid range of seed is [0, 2^63)",
+            ));
         }
 
-        let output_constraint =
-            tools::output_constraint(&tool_defs, tool_choice, &response_format, format_schema.as_ref(), version);
+        let output_constraint = tools::output_constraint(
+            &tool_defs,
+            tool_choice,
+            &response_format,
+            format_schema.as_ref(),
+            version,
+        );
         let parsing_options = ParsingOptions {
             parse_tool_calls: tools_active,
             starts_in_tool_calls: tools_active && tool_choice == ToolChoice::Required,
             parse_json_output: json_object,
-            thinking_initial_stage: thinking_mode.then(|| prefix.unwrap_or(ThinkingInitialStage::ReasoningStart)),
+            thinking_initial_stage: thinking_mode
+                .then(|| prefix.unwrap_or(ThinkingInitialStage::ReasoningStart)),
             stop_sequences,
             special_tokens: options.special_tokens.clone(),
         };
@@ -144,15 +188,24 @@ impl ChatCompletionRequest {
             seed: w.seed,
             output_constraint,
         };
-        let conversation =
-            Conversation { messages, thinking_mode, tools: tool_defs, tool_choice, reasoning_effort, response_format };
+        let conversation = Conversation {
+            messages,
+            thinking_mode,
+            tools: tool_defs,
+            tool_choice,
+            reasoning_effort,
+            response_format,
+        };
         Ok(ConversationRequest {
             conversation,
             inference_options,
             parsing_options,
             model_version: version,
             stream: w.stream.unwrap_or(false),
-            reply: ReplySettings { include_usage, echo: None },
+            reply: ReplySettings {
+                include_usage,
+                echo: None,
+            },
         })
     }
 }
@@ -180,7 +233,10 @@ fn requested_tool_choice(choice: Option<ChatCompletionToolChoice>) -> RequestedT
 
 /// §4.6: `json_object` needs the word somewhere in the converted message contents.
 fn check_json_word(messages: &[Message]) -> Result<(), ConversionError> {
-    if messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
+    if messages
+        .iter()
+        .any(|m| m.content.to_ascii_lowercase().contains("json"))
+    {
         return Ok(());
     }
     Err(ConversionError::new(
@@ -206,7 +262,9 @@ fn stop_sequences(stop: Option<Stop>) -> Result<Vec<String>, ConversionError> {
 
 /// §4.6: the canonical format and the schema to constrain with (a `json_schema` is
 /// meta-checked, or normalized when strict; the conversation keeps the original).
-fn response_format(format: Option<WireResponseFormat>) -> Result<(ResponseFormat, Option<Value>), ConversionError> {
+fn response_format(
+    format: Option<WireResponseFormat>,
+) -> Result<(ResponseFormat, Option<Value>), ConversionError> {
     Ok(match format {
         None | Some(WireResponseFormat::Text) => (ResponseFormat::Text, None),
         Some(WireResponseFormat::JsonObject) => (ResponseFormat::JsonObject, None),
@@ -218,7 +276,10 @@ fn response_format(format: Option<WireResponseFormat>) -> Result<(ResponseFormat
                 schema::check_response_schema(&json_schema.schema)?;
                 json_schema.schema.clone()
             };
-            (ResponseFormat::JsonSchema(json_schema.schema), Some(constrained))
+            (
+                ResponseFormat::JsonSchema(json_schema.schema),
+                Some(constrained),
+            )
         }
     })
 }
@@ -236,22 +297,29 @@ fn check_prefix(messages: &[Message]) -> Result<Option<ThinkingInitialStage>, Co
             "Invalid completion message: prefix set true with message which is not final message or message role is not assistant",
         ));
     }
-    Ok(messages.last().filter(|m| m.prefix && m.role == Role::Assistant).map(|m| {
-        if !m.content.is_empty() {
-            ThinkingInitialStage::ContentContinuation
-        } else if m.reasoning_content.as_deref().is_some_and(|r| !r.is_empty()) {
-            ThinkingInitialStage::ReasoningContinuation
-        } else {
-            ThinkingInitialStage::ReasoningStart
-        }
-    }))
+    Ok(messages
+        .last()
+        .filter(|m| m.prefix && m.role == Role::Assistant)
+        .map(|m| {
+            if !m.content.is_empty() {
+                ThinkingInitialStage::ContentContinuation
+            } else if m
+                .reasoning_content
+                .as_deref()
+                .is_some_and(|r| !r.is_empty())
+            {
+                ThinkingInitialStage::ReasoningContinuation
+            } else {
+                ThinkingInitialStage::ReasoningStart
+            }
+        }))
 }
 
 fn check_penalty(name: &str, value: Option<f32>) -> Result<(), ConversionError> {
     match value {
-        Some(v) if !(-2.0..=2.0).contains(&v) => {
-            Err(ConversionError::new(format!("Invalid {name} value, the valid range of {name} is [-2, 2]")))
-        }
+        Some(v) if !(-2.0..=2.0).contains(&v) => Err(ConversionError::new(format!(
+            "Invalid {name} value, the valid range of {name} is [-2, 2]"
+        ))),
         _ => Ok(()),
     }
 }

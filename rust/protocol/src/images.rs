@@ -9,13 +9,20 @@ use deepseek_model::ImageSourceKind;
 /// What V4 renders in place of every image part.
 pub(crate) const UNSUPPORTED_IMAGE_TEXT: &str = "[Unsupported Image]";
 /// Refusal of an image given by file id (Chat `file`, Responses `input_image`, Messages `file`).
-pub(crate) const FILE_ID_UNSUPPORTED: &str = "file_id is not supported. Pass the image as a base64 data url instead.";
+pub(crate) const FILE_ID_UNSUPPORTED: &str =
+    "file_id is not supported. Pass the image as a base64 data url instead.";
 pub(crate) const UNSUPPORTED_FORMAT: &str = "Unsupported image_url format";
 pub(crate) const UNSUPPORTED_IMAGE: &str = "You have uploaded an unsupported image. Please make sure your image is valid and has one of the following formats: webp, png, jpeg, and gif.";
 pub(crate) const INVALID_BASE64: &str = "Invalid base64 data";
 
 /// MIME types a data URL may declare (compared ASCII-case-insensitively).
-const IMAGE_MIME_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp"];
+const IMAGE_MIME_TYPES: [&str; 5] = [
+    "image/png",
+    "image/jpeg",
+    "image/jpg",
+    "image/gif",
+    "image/webp",
+];
 
 /// How a protocol reads an image URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +37,15 @@ pub(crate) enum UrlReading {
 
 /// Classify an image URL, or say why it is refused (without the path prefix). The checks run
 /// in the reference's order: URL, data-URL syntax and `;base64`, media type, base64 body.
-pub(crate) fn classify_image_url(url: &str, reading: UrlReading) -> Result<ImageSourceKind, &'static str> {
+pub(crate) fn classify_image_url(
+    url: &str,
+    reading: UrlReading,
+) -> Result<ImageSourceKind, &'static str> {
     let is_url = match reading {
         UrlReading::Whatwg => starts_with_http(url),
-        UrlReading::Literal => starts_with_ignore_case(url, "http:") || starts_with_ignore_case(url, "https:"),
+        UrlReading::Literal => {
+            starts_with_ignore_case(url, "http:") || starts_with_ignore_case(url, "https:")
+        }
     };
     if is_url {
         return Ok(ImageSourceKind::Url(url.to_owned()));
@@ -59,7 +71,9 @@ pub(crate) fn starts_with_http(url: &str) -> bool {
 }
 
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    s.as_bytes().get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 /// `data:<mime>[;params][;base64],<body>`, as one protocol reads it.
@@ -85,8 +99,16 @@ impl<'a> DataUrl<'a> {
         let (header, body) = rest.split_once(',')?;
         let body = percent_decode(body);
         Some(match strip_base64_suffix(header) {
-            Some(mime) => Self { mime, base64: true, body },
-            None => Self { mime: header, base64: false, body },
+            Some(mime) => Self {
+                mime,
+                base64: true,
+                body,
+            },
+            None => Self {
+                mime: header,
+                base64: false,
+                body,
+            },
         })
     }
 
@@ -94,12 +116,23 @@ impl<'a> DataUrl<'a> {
     /// is the rest as written. Without the marker there is no data URL to read.
     fn parse_literal(url: &'a str) -> Option<Self> {
         let (mime, body) = url.strip_prefix("data:")?.split_once(";base64,")?;
-        Some(Self { mime, base64: true, body: body.as_bytes().to_vec() })
+        Some(Self {
+            mime,
+            base64: true,
+            body: body.as_bytes().to_vec(),
+        })
     }
 
     pub(crate) fn has_image_mime(&self) -> bool {
-        let essence = self.mime.split(';').next().unwrap_or_default().trim_matches(|c: char| c.is_ascii_whitespace());
-        IMAGE_MIME_TYPES.iter().any(|m| m.eq_ignore_ascii_case(essence))
+        let essence = self
+            .mime
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim_matches(|c: char| c.is_ascii_whitespace());
+        IMAGE_MIME_TYPES
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(essence))
     }
 
     pub(crate) fn body_is_base64(&self) -> bool {
@@ -142,7 +175,11 @@ fn percent_decode(s: &str) -> Vec<u8> {
 /// the length is a multiple of four, never a remainder of one.
 #[allow(clippy::manual_is_multiple_of)] // `is_multiple_of` is newer than the workspace MSRV (1.85)
 fn is_forgiving_base64(body: &[u8]) -> bool {
-    let mut data: Vec<u8> = body.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+    let mut data: Vec<u8> = body
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
     if data.len() % 4 == 0 {
         for _ in 0..2 {
             if data.last() == Some(&b'=') {
@@ -150,7 +187,10 @@ fn is_forgiving_base64(body: &[u8]) -> bool {
             }
         }
     }
-    data.len() % 4 != 1 && data.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
+    data.len() % 4 != 1
+        && data
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
 }
 
 #[cfg(test)]
@@ -158,7 +198,13 @@ mod tests {
     use super::*;
 
     fn kind(result: Result<ImageSourceKind, &'static str>) -> Result<&'static str, &'static str> {
-        result.map(|k| if matches!(k, ImageSourceKind::Url(_)) { "url" } else { "data" })
+        result.map(|k| {
+            if matches!(k, ImageSourceKind::Url(_)) {
+                "url"
+            } else {
+                "data"
+            }
+        })
     }
 
     #[test]
@@ -181,7 +227,11 @@ mod tests {
             ("data:image/png;base64,AA%3D%3D", Err(INVALID_BASE64)),
         ];
         for (url, want) in cases {
-            assert_eq!(kind(classify_image_url(url, UrlReading::Literal)), want, "{url}");
+            assert_eq!(
+                kind(classify_image_url(url, UrlReading::Literal)),
+                want,
+                "{url}"
+            );
         }
     }
 

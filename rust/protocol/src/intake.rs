@@ -17,7 +17,11 @@ const INVALID_CODE_POINT: &str = "invalid unicode code point";
 pub fn parse_json(text: &[u8]) -> Result<Value, ProtocolError> {
     serde_json::from_slice(text).map_err(|e| {
         let message = e.to_string();
-        let message = if message.starts_with(INVALID_CODE_POINT) { late_utf8_error(text, message) } else { message };
+        let message = if message.starts_with(INVALID_CODE_POINT) {
+            late_utf8_error(text, message)
+        } else {
+            message
+        };
         ProtocolError::InvalidJson(message)
     })
 }
@@ -31,7 +35,9 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ProtocolError>
 /// the string finds first (a control character, a bad escape, end of input), otherwise
 /// `invalid unicode code point` just after the closing quote.
 fn late_utf8_error(text: &[u8], current: String) -> String {
-    let Err(utf8) = std::str::from_utf8(text) else { return current };
+    let Err(utf8) = std::str::from_utf8(text) else {
+        return current;
+    };
     let bad = utf8.valid_up_to();
     // The same text with every invalid byte made ASCII: serde_json then reports what the
     // scan past the invalid byte would have met.
@@ -85,7 +91,10 @@ fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
 fn position_after(text: &[u8], index: usize) -> (usize, usize) {
     let consumed = text.get(..=index).unwrap_or(text);
     let line = 1 + consumed.iter().filter(|&&b| b == b'\n').count();
-    let line_start = consumed.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_start = consumed
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
     (line, consumed.len() - line_start)
 }
 
@@ -110,7 +119,11 @@ mod tests {
             (b"\xff{}", "expected value at line 1 column 1"),
         ];
         for (text, want) in cases {
-            assert_eq!(parse_json(text), Err(ProtocolError::InvalidJson(want.to_owned())), "{text:?}");
+            assert_eq!(
+                parse_json(text),
+                Err(ProtocolError::InvalidJson(want.to_owned())),
+                "{text:?}"
+            );
         }
     }
 }

@@ -10,9 +10,9 @@
 pub mod chat;
 pub mod error;
 mod images;
-mod placeholder_text;
 pub mod intake;
 pub mod messages;
+mod placeholder_text;
 pub mod reply;
 pub mod responses;
 pub mod schema;

@@ -11,14 +11,15 @@ mod wire;
 use std::collections::BTreeMap;
 
 use deepseek_model::{
-    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions, Message, ParsingOptions,
-    ReasoningContentBehavior, ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice, ToolDefinition,
+    Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
+    Message, ParsingOptions, ReasoningContentBehavior, ResponseFormat, Role, SpecialToken,
+    ThinkingInitialStage, ToolChoice, ToolDefinition,
 };
 use serde_json::Value;
 
+use crate::reply::responses::{ReportedSettings, RequestReply};
 use crate::schema::{self, SchemaUse};
 use crate::tools::RequestedToolChoice;
-use crate::reply::responses::{ReportedSettings, RequestReply};
 use crate::{intake, thinking, tools, ProtocolError};
 
 /// The request fields a Responses reply echoes back (reference defaults filled in), as
@@ -42,7 +43,8 @@ pub struct ResponsesRequest {
 }
 
 const STRICT_MIX: &str = "Cannot use strict tool with non-strict tool in the same request";
-const REASONING_MISSING: &str = "The `reasoning_text` in the thinking mode must be passed back to the API.";
+const REASONING_MISSING: &str =
+    "The `reasoning_text` in the thinking mode must be passed back to the API.";
 const JSON_WORD_MISSING: &str =
     "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.";
 
@@ -50,7 +52,10 @@ impl ResponsesRequest {
     /// Check the shape of a request body; shape errors are `invalid request body: …`.
     pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
         let reply = RequestReply::from_body(&value);
-        Ok(Self { body: intake::from_value(value)?, reply })
+        Ok(Self {
+            body: intake::from_value(value)?,
+            reply,
+        })
     }
 
     pub fn model(&self) -> &str {
@@ -88,15 +93,23 @@ impl ResponsesRequest {
     /// Convert under `options`. Checks run in the reference's order: model, the first tool
     /// checks, input items, returned reasoning, tool schemas, tool_choice, `text.format`, the
     /// strict-tool rules, sampling, `top_logprobs`, `max_output_tokens`.
-    pub fn convert(self, options: &ConversionOptions) -> Result<ConversationRequest, ConversionError> {
-        let reply = self.reply.complete(&self.echo(), self.namespace_tool_map(options).unwrap_or_default());
+    pub fn convert(
+        self,
+        options: &ConversionOptions,
+    ) -> Result<ConversationRequest, ConversionError> {
+        let reply = self.reply.complete(
+            &self.echo(),
+            self.namespace_tool_map(options).unwrap_or_default(),
+        );
         let body = self.body;
         let version = options.model_version(&body.model)?;
         let effort = body.reasoning.as_ref().and_then(|r| r.effort);
-        let (thinking_mode, reasoning_effort) = thinking::resolve_thinking(None, effort, options.default_thinking_mode);
+        let (thinking_mode, reasoning_effort) =
+            thinking::resolve_thinking(None, effort, options.default_thinking_mode);
 
         let declared = body.tools.unwrap_or_default();
-        let pending = tool_defs::check_declared(&declared, version, options.responses_web_search, "")?;
+        let pending =
+            tool_defs::check_declared(&declared, version, options.responses_web_search, "")?;
         let image_token = options.special_tokens.get(SpecialToken::Image);
         let converted = input::convert_input(
             body.instructions,
@@ -110,7 +123,11 @@ impl ResponsesRequest {
         let behavior = options.reasoning_content_behavior;
         let has_tools = !pending.is_empty() || !converted.loaded_tools.is_empty();
         check_reasoning_returned(&messages, thinking_mode, behavior, has_tools)?;
-        thinking::apply_reasoning_history(&mut messages, thinking_mode, ReasoningContentBehavior::FillEmpty)?;
+        thinking::apply_reasoning_history(
+            &mut messages,
+            thinking_mode,
+            ReasoningContentBehavior::FillEmpty,
+        )?;
 
         let choice = tool_defs::requested_choice(body.tool_choice, options.responses_web_search)?;
         // With tool_choice "none" the tools are dropped before their schemas are checked.
@@ -121,7 +138,10 @@ impl ResponsesRequest {
             let declared_count = pending.len();
             let all = pending.into_iter().chain(converted.loaded_tools).collect();
             let tools = tool_defs::validate_declared(all)?;
-            announce_checked_tools(&mut messages, tools.get(declared_count..).unwrap_or_default());
+            announce_checked_tools(
+                &mut messages,
+                tools.get(declared_count..).unwrap_or_default(),
+            );
             tools
         };
         // The reference checks the mix of strict and other tools after text.format.
@@ -137,22 +157,42 @@ impl ResponsesRequest {
         if strict > 0 && strict < tools.len() {
             return Err(ConversionError::new(STRICT_MIX));
         }
-        let strict_tools = tool_choice != ToolChoice::None && tools.iter().any(|t| t.strict == Some(true));
+        let strict_tools =
+            tool_choice != ToolChoice::None && tools.iter().any(|t| t.strict == Some(true));
         if strict_tools && response_format != ResponseFormat::Text {
-            return Err(ConversionError::new("response_format should not be used with tools"));
+            return Err(ConversionError::new(
+                "response_format should not be used with tools",
+            ));
         }
 
-        let (temperature, top_p) = thinking::sampling(version, thinking_mode, body.temperature, body.top_p)?;
+        let (temperature, top_p) =
+            thinking::sampling(version, thinking_mode, body.temperature, body.top_p)?;
         // V4 samples a thinking turn that may call tools with top_p 0.95, whatever was asked
         // (observed whenever tools remain after tool_choice).
-        let top_p = if !version.is_v41() && thinking_mode && !tools.is_empty() { Some(0.95) } else { top_p };
+        let top_p = if !version.is_v41() && thinking_mode && !tools.is_empty() {
+            Some(0.95)
+        } else {
+            top_p
+        };
         thinking::check_top_logprobs(body.top_logprobs)?;
-        let max_tokens = thinking::check_max_tokens(body.max_output_tokens, thinking_mode, options, false)?;
+        let max_tokens =
+            thinking::check_max_tokens(body.max_output_tokens, thinking_mode, options, false)?;
 
-        let output_constraint =
-            tools::output_constraint(&tools, tool_choice, &response_format, format_schema.as_ref(), version);
-        let conversation =
-            Conversation { messages, thinking_mode, tools, tool_choice, reasoning_effort, response_format };
+        let output_constraint = tools::output_constraint(
+            &tools,
+            tool_choice,
+            &response_format,
+            format_schema.as_ref(),
+            version,
+        );
+        let conversation = Conversation {
+            messages,
+            thinking_mode,
+            tools,
+            tool_choice,
+            reasoning_effort,
+            response_format,
+        };
         let parsing_options = ParsingOptions {
             parse_tool_calls: conversation.tools_active(),
             starts_in_tool_calls: conversation.tool_choice == ToolChoice::Required,
@@ -190,12 +230,19 @@ fn text_format(
     Ok(match format {
         wire::TextFormat::Text => (ResponseFormat::Text, None),
         wire::TextFormat::JsonObject => {
-            if !messages.iter().any(|m| m.content.to_ascii_lowercase().contains("json")) {
+            if !messages
+                .iter()
+                .any(|m| m.content.to_ascii_lowercase().contains("json"))
+            {
                 return Err(ConversionError::new(JSON_WORD_MISSING));
             }
             (ResponseFormat::JsonObject, None)
         }
-        wire::TextFormat::JsonSchema { schema: requested, strict, .. } => {
+        wire::TextFormat::JsonSchema {
+            schema: requested,
+            strict,
+            ..
+        } => {
             let constrained = if strict == Some(true) {
                 schema::normalize_strict(&requested, SchemaUse::ResponseFormat)?
             } else {
@@ -236,7 +283,10 @@ fn check_reasoning_returned(
     if !thinking_mode || behavior != ReasoningContentBehavior::Reject {
         return Ok(());
     }
-    let start = messages.iter().rposition(|m| m.role == Role::User).map_or(0, |i| i + 1);
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .map_or(0, |i| i + 1);
     let missing = messages
         .iter()
         .skip(start)
@@ -262,10 +312,25 @@ mod tests {
 
     #[test]
     fn reasoning_marked_ids() {
-        let marked =
-            ["call_00_ET_x", "call_00_ET_", "call__ET", "call_xET_x", "CALL_00_ET_x", "call_0__ET_x", "call_00_ET_x y"];
-        let unmarked =
-            ["call_0_ET_x", "call_00_ET", "call_00_et_x", "call_123_ET_x", "xcall_00_ET_x", "call_ab_ET_é", "ET", ""];
+        let marked = [
+            "call_00_ET_x",
+            "call_00_ET_",
+            "call__ET",
+            "call_xET_x",
+            "CALL_00_ET_x",
+            "call_0__ET_x",
+            "call_00_ET_x y",
+        ];
+        let unmarked = [
+            "call_0_ET_x",
+            "call_00_ET",
+            "call_00_et_x",
+            "call_123_ET_x",
+            "xcall_00_ET_x",
+            "call_ab_ET_é",
+            "ET",
+            "",
+        ];
         for id in marked {
             assert!(is_reasoning_marked_id(id), "{id}");
         }

@@ -17,7 +17,11 @@ pub use strict::SchemaUse;
 /// §7.6 non-strict tool parameters: the meta-schema check, then the top level must say
 /// `"type": "object"` (a schema without `type`, or `true`/`false`, reports `type: null`).
 pub fn check_tool_parameters(function: &str, schema: &Value) -> Result<(), ConversionError> {
-    let invalid = |detail: String| ConversionError::new(format!("Invalid schema for function '{function}': {detail}"));
+    let invalid = |detail: String| {
+        ConversionError::new(format!(
+            "Invalid schema for function '{function}': {detail}"
+        ))
+    };
     meta::validate(schema).map_err(invalid)?;
     let declared = schema.get("type").unwrap_or(&Value::Null);
     if declared.as_str() != Some("object") {
@@ -30,7 +34,8 @@ pub fn check_tool_parameters(function: &str, schema: &Value) -> Result<(), Conve
 
 /// A non-strict `json_schema` response format: the meta-schema check only.
 pub fn check_response_schema(schema: &Value) -> Result<(), ConversionError> {
-    meta::validate(schema).map_err(|detail| ConversionError::new(format!("Invalid json schema: {detail}")))
+    meta::validate(schema)
+        .map_err(|detail| ConversionError::new(format!("Invalid json schema: {detail}")))
 }
 
 /// §7.6 strict normalization of a tool's parameters or a response format's schema.

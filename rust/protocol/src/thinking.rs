@@ -2,7 +2,8 @@
 //! all three protocols (behavior.md §3, §7.1–§7.4).
 
 use deepseek_model::{
-    ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior, ReasoningEffort, Role,
+    ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior,
+    ReasoningEffort, Role,
 };
 use serde::Deserialize;
 
@@ -52,9 +53,14 @@ pub fn resolve_thinking(
     let high_when = |on: bool| (on, on.then_some(ReasoningEffort::High));
     match (thinking, effort) {
         (Some(ThinkingType::Disabled), _) => (false, None),
-        (Some(ThinkingType::Enabled | ThinkingType::Adaptive), effort) => {
-            (true, Some(effort.and_then(RequestedEffort::canonical).unwrap_or(ReasoningEffort::High)))
-        }
+        (Some(ThinkingType::Enabled | ThinkingType::Adaptive), effort) => (
+            true,
+            Some(
+                effort
+                    .and_then(RequestedEffort::canonical)
+                    .unwrap_or(ReasoningEffort::High),
+            ),
+        ),
         (None, Some(effort)) => match effort.canonical() {
             Some(canonical) => (true, Some(canonical)),
             None => (false, None),
@@ -85,15 +91,23 @@ pub fn sampling_with_tools(
 ) -> Result<(Option<f32>, Option<f32>), ConversionError> {
     if let Some(t) = temperature {
         if !(0.0..=2.0).contains(&t) {
-            return Err(ConversionError::new("Invalid temperature value, the valid range of temperature is [0, 2]"));
+            return Err(ConversionError::new(
+                "Invalid temperature value, the valid range of temperature is [0, 2]",
+            ));
         }
     }
     if let Some(p) = top_p {
         if !(p > 0.0 && p <= 1.0) {
-            return Err(ConversionError::new("Invalid top_p value, the valid range of top_p is (0, 1.0]"));
+            return Err(ConversionError::new(
+                "Invalid top_p value, the valid range of top_p is (0, 1.0]",
+            ));
         }
     }
-    let temperature = if thinking_mode { 1.0 } else { temperature.unwrap_or(1.0) };
+    let temperature = if thinking_mode {
+        1.0
+    } else {
+        temperature.unwrap_or(1.0)
+    };
     let top_p = match (version.is_v41(), thinking_mode) {
         (false, true) if tools_active => THINKING_TOP_P_FLOOR,
         (false, true) => 1.0,
@@ -114,19 +128,28 @@ pub fn check_max_tokens(
     options: &ConversionOptions,
     lower: bool,
 ) -> Result<Option<u32>, ConversionError> {
-    let Some(requested) = max_tokens else { return Ok(None) };
+    let Some(requested) = max_tokens else {
+        return Ok(None);
+    };
     let bound = if thinking_mode {
         options.thinking_max_tokens_upper_bound
     } else {
         options.non_thinking_max_tokens_upper_bound
     };
-    let out_of_range =
-        || ConversionError::new(format!("Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"));
+    let out_of_range = || {
+        ConversionError::new(format!(
+            "Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"
+        ))
+    };
     if requested == 0 {
         return Err(out_of_range());
     }
     if requested > bound {
-        return if lower { Ok(Some(bound)) } else { Err(out_of_range()) };
+        return if lower {
+            Ok(Some(bound))
+        } else {
+            Err(out_of_range())
+        };
     }
     Ok(Some(requested))
 }
@@ -134,9 +157,9 @@ pub fn check_max_tokens(
 /// §3: `top_logprobs` in [0, 20].
 pub fn check_top_logprobs(top_logprobs: Option<u8>) -> Result<(), ConversionError> {
     match top_logprobs {
-        Some(n) if n > 20 => {
-            Err(ConversionError::new("Invalid top_logprobs value, the valid range of top_logprobs is [0, 20]."))
-        }
+        Some(n) if n > 20 => Err(ConversionError::new(
+            "Invalid top_logprobs value, the valid range of top_logprobs is [0, 20].",
+        )),
         _ => Ok(()),
     }
 }
@@ -144,7 +167,10 @@ pub fn check_top_logprobs(top_logprobs: Option<u8>) -> Result<(), ConversionErro
 /// §3/§7.3: at most 16 stop strings, none empty (duplicates kept).
 pub fn check_stop_sequences(stop: &[String]) -> Result<(), ConversionError> {
     if stop.len() > 16 {
-        return Err(ConversionError::new(format!("Stop string array too long: {}", stop.len())));
+        return Err(ConversionError::new(format!(
+            "Stop string array too long: {}",
+            stop.len()
+        )));
     }
     if let Some(i) = stop.iter().position(String::is_empty) {
         return Err(ConversionError::new(format!(
@@ -171,7 +197,13 @@ pub fn apply_reasoning_history_with_tools(
     behavior: ReasoningContentBehavior,
     request_has_tools: bool,
 ) -> Result<(), ConversionError> {
-    apply_reasoning_history_as(messages, thinking_mode, behavior, request_has_tools, "reasoning_content")
+    apply_reasoning_history_as(
+        messages,
+        thinking_mode,
+        behavior,
+        request_has_tools,
+        "reasoning_content",
+    )
 }
 
 /// §7.4 as the reference applies it in every protocol. Under `Reject`, an assistant message
@@ -194,7 +226,10 @@ pub fn apply_reasoning_history_as(
         return Ok(());
     }
     if behavior == ReasoningContentBehavior::Reject {
-        let stretch_start = messages.iter().rposition(|m| m.role == Role::User).map_or(0, |i| i + 1);
+        let stretch_start = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .map_or(0, |i| i + 1);
         let missing = messages.iter().skip(stretch_start).any(|m| {
             m.role == Role::Assistant
                 && m.reasoning_content.is_none()
@@ -217,7 +252,9 @@ pub fn apply_reasoning_history_as(
 pub fn is_et_call_id(id: &str) -> bool {
     const MARKER: [char; 4] = ['_', 'E', 'T', '_'];
     let chars: Vec<char> = id.chars().take(11).collect();
-    [5, 7].iter().any(|&at| chars.get(at..at + MARKER.len()) == Some(&MARKER[..]))
+    [5, 7]
+        .iter()
+        .any(|&at| chars.get(at..at + MARKER.len()) == Some(&MARKER[..]))
 }
 
 #[cfg(test)]
@@ -228,16 +265,64 @@ mod tests {
     fn thinking_resolution_table() {
         use RequestedEffort as E;
         use ThinkingType as T;
-        type Case = (&'static str, Option<T>, Option<E>, bool, (bool, Option<ReasoningEffort>));
+        type Case = (
+            &'static str,
+            Option<T>,
+            Option<E>,
+            bool,
+            (bool, Option<ReasoningEffort>),
+        );
         let cases: [Case; 8] = [
-            ("disabled wins over effort", Some(T::Disabled), Some(E::Max), true, (false, None)),
-            ("enabled ignores none", Some(T::Enabled), Some(E::None), false, (true, Some(ReasoningEffort::High))),
-            ("adaptive keeps effort", Some(T::Adaptive), Some(E::Minimal), false, (true, Some(ReasoningEffort::Low))),
-            ("effort turns thinking on", None, Some(E::Ultra), false, (true, Some(ReasoningEffort::Max))),
-            ("effort none turns it off", None, Some(E::None), true, (false, None)),
-            ("default on", None, None, true, (true, Some(ReasoningEffort::High))),
+            (
+                "disabled wins over effort",
+                Some(T::Disabled),
+                Some(E::Max),
+                true,
+                (false, None),
+            ),
+            (
+                "enabled ignores none",
+                Some(T::Enabled),
+                Some(E::None),
+                false,
+                (true, Some(ReasoningEffort::High)),
+            ),
+            (
+                "adaptive keeps effort",
+                Some(T::Adaptive),
+                Some(E::Minimal),
+                false,
+                (true, Some(ReasoningEffort::Low)),
+            ),
+            (
+                "effort turns thinking on",
+                None,
+                Some(E::Ultra),
+                false,
+                (true, Some(ReasoningEffort::Max)),
+            ),
+            (
+                "effort none turns it off",
+                None,
+                Some(E::None),
+                true,
+                (false, None),
+            ),
+            (
+                "default on",
+                None,
+                None,
+                true,
+                (true, Some(ReasoningEffort::High)),
+            ),
             ("default off", None, None, false, (false, None)),
-            ("medium is high", None, Some(E::Medium), true, (true, Some(ReasoningEffort::High))),
+            (
+                "medium is high",
+                None,
+                Some(E::Medium),
+                true,
+                (true, Some(ReasoningEffort::High)),
+            ),
         ];
         for (name, thinking, effort, default, want) in cases {
             assert_eq!(resolve_thinking(thinking, effort, default), want, "{name}");
@@ -248,11 +333,26 @@ mod tests {
     fn sampling_overrides() {
         let v4 = ModelVersion::DeepseekV4Pro;
         let v41 = ModelVersion::DeepseekV41Flash;
-        assert_eq!(sampling(v41, true, Some(0.3), Some(0.5)), Ok((Some(1.0), Some(0.95))));
-        assert_eq!(sampling(v41, true, None, Some(0.96)), Ok((Some(1.0), Some(0.96))));
-        assert_eq!(sampling(v41, false, Some(0.3), Some(0.5)), Ok((Some(0.3), Some(1.0))));
-        assert_eq!(sampling(v4, false, None, Some(0.5)), Ok((Some(1.0), Some(0.5))));
-        assert_eq!(sampling(v4, true, Some(0.3), Some(0.5)), Ok((Some(1.0), Some(1.0))));
+        assert_eq!(
+            sampling(v41, true, Some(0.3), Some(0.5)),
+            Ok((Some(1.0), Some(0.95)))
+        );
+        assert_eq!(
+            sampling(v41, true, None, Some(0.96)),
+            Ok((Some(1.0), Some(0.96)))
+        );
+        assert_eq!(
+            sampling(v41, false, Some(0.3), Some(0.5)),
+            Ok((Some(0.3), Some(1.0)))
+        );
+        assert_eq!(
+            sampling(v4, false, None, Some(0.5)),
+            Ok((Some(1.0), Some(0.5)))
+        );
+        assert_eq!(
+            sampling(v4, true, Some(0.3), Some(0.5)),
+            Ok((Some(1.0), Some(1.0)))
+        );
         assert!(sampling(v4, true, Some(2.5), None).is_err());
         assert!(sampling(v4, true, None, Some(0.0)).is_err());
     }
@@ -278,7 +378,10 @@ mod tests {
     #[test]
     fn stop_sequences() {
         let many: Vec<String> = (0..17).map(|i| i.to_string()).collect();
-        assert_eq!(check_stop_sequences(&many).map_err(|e| e.message), Err("Stop string array too long: 17".into()));
+        assert_eq!(
+            check_stop_sequences(&many).map_err(|e| e.message),
+            Err("Stop string array too long: 17".into())
+        );
         assert!(check_stop_sequences(&["a".into(), String::new()]).is_err());
         assert!(check_stop_sequences(&["a".into(), "a".into()]).is_ok());
     }

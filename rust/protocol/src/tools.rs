@@ -45,7 +45,10 @@ pub fn validate_tool_name(name: &str, path: &str) -> Result<(), ConversionError>
             name.len()
         )));
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
         return Err(ConversionError::new(format!(
             "Invalid '{path}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
         )));
@@ -56,7 +59,11 @@ pub fn validate_tool_name(name: &str, path: &str) -> Result<(), ConversionError>
 /// §7.6 schema rules for one tool: a missing/null schema becomes `{}` (or, for a strict
 /// tool, the normalized empty object); non-strict schemas are validated and kept verbatim;
 /// strict ones are normalized. Returns the stored schema.
-pub fn validate_parameters(function: &str, parameters: Option<Value>, strict: bool) -> Result<Value, ConversionError> {
+pub fn validate_parameters(
+    function: &str,
+    parameters: Option<Value>,
+    strict: bool,
+) -> Result<Value, ConversionError> {
     match (parameters, strict) {
         (None, false) => Ok(Value::Object(Map::new())),
         (None, true) => Ok(schema::strict_empty_parameters()),
@@ -90,14 +97,17 @@ pub fn validate_tools(
 /// The part of [`validate_tools`] after the names: for each tool in order, a name seen
 /// before gives `Tool names must be unique.`, then its schema is checked. For callers that
 /// validate names themselves (Responses namespaces, whose combined names skip the pattern).
-pub fn validate_tool_schemas(tools: Vec<DeclaredTool>) -> Result<Vec<ToolDefinition>, ConversionError> {
+pub fn validate_tool_schemas(
+    tools: Vec<DeclaredTool>,
+) -> Result<Vec<ToolDefinition>, ConversionError> {
     let mut seen: HashSet<String> = HashSet::with_capacity(tools.len());
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {
         if seen.contains(&tool.name) {
             return Err(ConversionError::new("Tool names must be unique."));
         }
-        let parameters = validate_parameters(&tool.name, tool.parameters, tool.strict == Some(true))?;
+        let parameters =
+            validate_parameters(&tool.name, tool.parameters, tool.strict == Some(true))?;
         seen.insert(tool.name.clone());
         out.push(ToolDefinition {
             name: tool.name,
@@ -139,7 +149,9 @@ pub fn apply_tool_choice(
     let (tools, choice) = choose(tools, choice, thinking_mode)?;
     let strict = tools.iter().filter(|t| t.strict == Some(true)).count();
     if strict > 0 && strict < tools.len() {
-        return Err(ConversionError::new("Cannot use strict tool with non-strict tool in the same request"));
+        return Err(ConversionError::new(
+            "Cannot use strict tool with non-strict tool in the same request",
+        ));
     }
     Ok((tools, choice))
 }
@@ -164,7 +176,9 @@ fn choose(
         }
     }
     if thinking_mode {
-        return Err(ConversionError::new("Thinking mode does not support this tool_choice"));
+        return Err(ConversionError::new(
+            "Thinking mode does not support this tool_choice",
+        ));
     }
     let tools = match named {
         Some(name) => tools.into_iter().filter(|t| t.name == name).collect(),
@@ -194,8 +208,15 @@ pub fn output_constraint(
     version: ModelVersion,
 ) -> Option<OutputConstraint> {
     if !tools.is_empty() && tool_choice != ToolChoice::None {
-        let kind = if tool_choice == ToolChoice::Required { "tool_call_required" } else { "tool_call" };
-        return Some(OutputConstraint { kind: kind.to_owned(), schema: tool_list_json(tools, version) });
+        let kind = if tool_choice == ToolChoice::Required {
+            "tool_call_required"
+        } else {
+            "tool_call"
+        };
+        return Some(OutputConstraint {
+            kind: kind.to_owned(),
+            schema: tool_list_json(tools, version),
+        });
     }
     let (kind, schema) = match format {
         ResponseFormat::Text => return None,
@@ -203,7 +224,10 @@ pub fn output_constraint(
         ResponseFormat::JsonSchema(schema) => ("json", format_schema.unwrap_or(schema).to_string()),
         ResponseFormat::Regex(regex) => ("regex", regex.clone()),
     };
-    Some(OutputConstraint { kind: kind.to_owned(), schema })
+    Some(OutputConstraint {
+        kind: kind.to_owned(),
+        schema,
+    })
 }
 
 /// The compact tool list of a `tool_call` constraint: Chat-style function tools, with a
@@ -214,9 +238,18 @@ pub fn tool_list_json(tools: &[ToolDefinition], version: ModelVersion) -> String
         .map(|tool| {
             let mut function = Map::new();
             function.insert("name".into(), Value::String(tool.name.clone()));
-            function.insert("description".into(), tool.description.clone().map_or(Value::Null, Value::String));
-            function.insert("parameters".into(), tool.parameters.clone().unwrap_or(Value::Null));
-            function.insert("strict".into(), tool.strict.map_or(Value::Null, Value::Bool));
+            function.insert(
+                "description".into(),
+                tool.description.clone().map_or(Value::Null, Value::String),
+            );
+            function.insert(
+                "parameters".into(),
+                tool.parameters.clone().unwrap_or(Value::Null),
+            );
+            function.insert(
+                "strict".into(),
+                tool.strict.map_or(Value::Null, Value::Bool),
+            );
             let mut entry = Map::new();
             entry.insert("type".into(), Value::String("function".into()));
             entry.insert("function".into(), Value::Object(function));

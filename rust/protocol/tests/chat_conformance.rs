@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::harness::{compare_fields, differential, parsed, record_convert, Tally, REQUEST_FIELDS};
+use common::harness::{
+    compare_fields, differential, parsed, record_convert, Tally, REQUEST_FIELDS,
+};
 use common::{body_value, build_options, conversion_error, is_python_value_error};
 use deepseek_protocol::ChatCompletionRequest;
 use serde_json::{json, Map, Value};
@@ -16,11 +18,17 @@ use serde_json::{json, Map, Value};
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let options = build_options(&case["options"]);
-    let Some(request) = parsed(&mut out, body_value(case).and_then(ChatCompletionRequest::from_value)) else {
+    let Some(request) = parsed(
+        &mut out,
+        body_value(case).and_then(ChatCompletionRequest::from_value),
+    ) else {
         return out;
     };
     out.insert("model".into(), json!(request.model()));
-    record_convert(&mut out, request.convert(&options).map_err(|e| conversion_error(&e)));
+    record_convert(
+        &mut out,
+        request.convert(&options).map_err(|e| conversion_error(&e)),
+    );
     out
 }
 
@@ -32,11 +40,18 @@ fn chat_conformance() {
         tally.skip(id);
     }
     for case in &cases {
-        if case.expected.get("construct").is_some_and(|c| is_python_value_error(&c["error"])) {
+        if case
+            .expected
+            .get("construct")
+            .is_some_and(|c| is_python_value_error(&c["error"]))
+        {
             tally.skip(&case.id);
             continue;
         }
-        tally.record(&case.id, compare_fields(&REQUEST_FIELDS, &case.expected, &run_case(&case.case)));
+        tally.record(
+            &case.id,
+            compare_fields(&REQUEST_FIELDS, &case.expected, &run_case(&case.case)),
+        );
     }
     tally.finish("chat");
 }

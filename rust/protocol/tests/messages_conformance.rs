@@ -154,7 +154,10 @@ fn normalize_one_of(text: &str, ids: &[String]) -> String {
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let options = build_options(&case["options"]);
-    let Some(request) = parsed(&mut out, request_body(case).and_then(MessagesRequest::from_value)) else {
+    let Some(request) = parsed(
+        &mut out,
+        request_body(case).and_then(MessagesRequest::from_value),
+    ) else {
         return out;
     };
     out.insert("model".into(), json!(request.model()));
@@ -163,7 +166,11 @@ fn run_case(case: &Value) -> Map<String, Value> {
         let one_of: Vec<String> = case
             .pointer("/nondeterministic/one_of_ids")
             .and_then(Value::as_array)
-            .map(|ids| ids.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         for key in ["message", "body"] {
             let text = error["error"][key].as_str().unwrap_or_default().to_owned();
@@ -207,7 +214,10 @@ fn messages_conformance() {
         if case["protocol"] != "messages" {
             continue;
         }
-        tally.record(&id, compare_fields(&REQUEST_FIELDS, &file["expected"], &run_case(case)));
+        tally.record(
+            &id,
+            compare_fields(&REQUEST_FIELDS, &file["expected"], &run_case(case)),
+        );
     }
     tally.finish("messages");
 }

@@ -38,7 +38,9 @@ fn emit_parsed(
                 *tool_calls = true;
                 emitter.tool_call_start(index, &ids[index], &name, out);
             }
-            ParseEvent::ToolCallArguments { index, fragment } => emitter.tool_call_arguments(index, &fragment, out),
+            ParseEvent::ToolCallArguments { index, fragment } => {
+                emitter.tool_call_arguments(index, &fragment, out)
+            }
             ParseEvent::ToolCallEnd { index } => emitter.tool_call_end(index, out),
             ParseEvent::StopSequence { sequence } => *stopped = Some(sequence),
         }
@@ -54,7 +56,12 @@ fn replay_example(name: &str) {
     let ids: Vec<String> = expected_events
         .iter()
         .filter(|e| e["data"]["content_block"]["type"] == "tool_use")
-        .map(|e| e["data"]["content_block"]["id"].as_str().unwrap().to_owned())
+        .map(|e| {
+            e["data"]["content_block"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
 
     let mut emitter = MessagesEmitter::for_request(&converted, "resp-123", "DeepSeek-V4.1-Flash");
@@ -70,19 +77,50 @@ fn replay_example(name: &str) {
         let mut parsed = Vec::new();
         parser.push(piece.as_str().unwrap(), &mut parsed);
         completion_tokens += 1;
-        emit_parsed(&mut emitter, parsed, &ids, &mut tool_calls, &mut stopped, &mut out);
+        emit_parsed(
+            &mut emitter,
+            parsed,
+            &ids,
+            &mut tool_calls,
+            &mut stopped,
+            &mut out,
+        );
     }
     let mut parsed = Vec::new();
     parser.finish(&mut parsed);
-    emit_parsed(&mut emitter, parsed, &ids, &mut tool_calls, &mut stopped, &mut out);
+    emit_parsed(
+        &mut emitter,
+        parsed,
+        &ids,
+        &mut tool_calls,
+        &mut stopped,
+        &mut out,
+    );
     assert_eq!(stopped, None);
-    let usage = Usage { prompt, completion_tokens, reasoning_tokens: None };
-    emitter.finish(&Completion::Finished(FinishReason::Stop), tool_calls, &usage, &mut out);
+    let usage = Usage {
+        prompt,
+        completion_tokens,
+        reasoning_tokens: None,
+    };
+    emitter.finish(
+        &Completion::Finished(FinishReason::Stop),
+        tool_calls,
+        &usage,
+        &mut out,
+    );
 
-    let got: Vec<(String, String)> = out.iter().map(|e| (e.event_name().to_owned(), e.to_json())).collect();
+    let got: Vec<(String, String)> = out
+        .iter()
+        .map(|e| (e.event_name().to_owned(), e.to_json()))
+        .collect();
     let want: Vec<(String, String)> = expected_events
         .iter()
-        .map(|e| (e["sse_event"].as_str().unwrap().to_owned(), compact(&e["data"])))
+        .map(|e| {
+            (
+                e["sse_event"].as_str().unwrap().to_owned(),
+                compact(&e["data"]),
+            )
+        })
         .collect();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "{name}: event {i}");
@@ -93,7 +131,11 @@ fn replay_example(name: &str) {
     for event in out {
         response.accumulate(event);
     }
-    assert_eq!(response.to_json(), compact(&file["accumulated_response"]), "{name}: accumulated");
+    assert_eq!(
+        response.to_json(),
+        compact(&file["accumulated_response"]),
+        "{name}: accumulated"
+    );
 }
 
 #[test]
@@ -239,7 +281,10 @@ fn scenarios() -> Vec<Scenario> {
             calls: &[
                 Content("x"),
                 ToolStart(0, "f"),
-                Args(0, "{\"b\": 2, \"a\": 1e-6, \"c\": 1e16, \"d\": 0.00001, \"e\": -0}"),
+                Args(
+                    0,
+                    "{\"b\": 2, \"a\": 1e-6, \"c\": 1e16, \"d\": 0.00001, \"e\": -0}",
+                ),
                 ToolEnd(0),
                 ToolStart(1, "g"),
                 Args(1, "{}"),
@@ -270,7 +315,10 @@ fn scenarios() -> Vec<Scenario> {
 #[test]
 fn scenarios_emit_and_accumulate() {
     // Prompt 3 with 5 cache hits: input tokens saturate at 0.
-    let prompt = PromptUsage { prompt_tokens: 3, prompt_cache_hit_tokens: 5 };
+    let prompt = PromptUsage {
+        prompt_tokens: 3,
+        prompt_cache_hit_tokens: 5,
+    };
     for s in scenarios() {
         let mut emitter = MessagesEmitter::new("r", "m", s.thinking);
         if let Some(sig) = s.signature {
@@ -292,7 +340,11 @@ fn scenarios_emit_and_accumulate() {
                 Call::ToolEnd(i) => emitter.tool_call_end(i, &mut out),
             }
         }
-        let usage = Usage { prompt, completion_tokens: 7, reasoning_tokens: None };
+        let usage = Usage {
+            prompt,
+            completion_tokens: 7,
+            reasoning_tokens: None,
+        };
         emitter.finish(&s.completion, tool_calls, &usage, &mut out);
         let got: Vec<String> = out.iter().map(MessagesStreamEvent::to_json).collect();
         assert_eq!(got, s.events, "{}", s.name);
@@ -316,7 +368,14 @@ fn scenarios_emit_and_accumulate() {
 
 #[test]
 fn response_before_any_event_uses_the_constructor() {
-    let response = MessagesResponse::new("id1", "m", PromptUsage { prompt_tokens: 10, prompt_cache_hit_tokens: 3 });
+    let response = MessagesResponse::new(
+        "id1",
+        "m",
+        PromptUsage {
+            prompt_tokens: 10,
+            prompt_cache_hit_tokens: 3,
+        },
+    );
     assert_eq!(
         response.to_json(),
         r#"{"id":"id1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":3,"output_tokens":0,"service_tier":"standard"}}"#
@@ -331,11 +390,20 @@ fn deltas_for_blocks_that_never_started_are_ignored() {
     emitter.text(Segment::Reasoning, "hm", None, &mut out);
     emitter.text(Segment::Content, "ok", None, &mut out);
     let usage = Usage::default();
-    emitter.finish(&Completion::Finished(FinishReason::Stop), false, &usage, &mut out);
+    emitter.finish(
+        &Completion::Finished(FinishReason::Stop),
+        false,
+        &usage,
+        &mut out,
+    );
     let mut response = MessagesResponse::new("zz", "mm", PromptUsage::default());
     // Skip message_start and both block starts.
     for event in out.into_iter().filter(|e| {
-        !matches!(e, MessagesStreamEvent::MessageStart { .. } | MessagesStreamEvent::ContentBlockStart { .. })
+        !matches!(
+            e,
+            MessagesStreamEvent::MessageStart { .. }
+                | MessagesStreamEvent::ContentBlockStart { .. }
+        )
     }) {
         response.accumulate(event);
     }
@@ -359,7 +427,12 @@ fn tool_input_is_parsed_only_when_the_block_stops() {
     }
     assert!(response.to_json().contains(r#""input":{}"#));
     let mut out = Vec::new();
-    emitter.finish(&Completion::Finished(FinishReason::Stop), true, &Usage::default(), &mut out);
+    emitter.finish(
+        &Completion::Finished(FinishReason::Stop),
+        true,
+        &Usage::default(),
+        &mut out,
+    );
     for event in out {
         response.accumulate(event);
     }

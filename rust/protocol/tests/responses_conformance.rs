@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::harness::{compare_fields, differential, parsed, record_convert, Tally, REQUEST_FIELDS};
+use common::harness::{
+    compare_fields, differential, parsed, record_convert, Tally, REQUEST_FIELDS,
+};
 use common::{body_value, build_options, conversion_error};
 use deepseek_protocol::responses::ResponsesEcho;
 use deepseek_protocol::ResponsesRequest;
@@ -17,8 +19,14 @@ use serde_json::{json, Map, Value};
 /// Cases whose expected outcome is an error raised while Python turns a value tree into
 /// JSON text; they never reach the Rust request parser (the bindings own that conversion).
 const PYTHON_VALUE_CASES: &[(&str, &str)] = &[
-    ("resp-bodyform-030", "UnicodeEncodeError: a lone surrogate in a str body (Python encoding)"),
-    ("resp-bodyform-035", "OverflowError: an int outside 64 bits in a dict body (Python value conversion)"),
+    (
+        "resp-bodyform-030",
+        "UnicodeEncodeError: a lone surrogate in a str body (Python encoding)",
+    ),
+    (
+        "resp-bodyform-035",
+        "OverflowError: an int outside 64 bits in a dict body (Python value conversion)",
+    ),
 ];
 
 fn ser_echo(echo: &ResponsesEcho) -> Value {
@@ -36,17 +44,26 @@ fn ser_echo(echo: &ResponsesEcho) -> Value {
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let options = build_options(&case["options"]);
-    let Some(request) = parsed(&mut out, body_value(case).and_then(ResponsesRequest::from_value)) else {
+    let Some(request) = parsed(
+        &mut out,
+        body_value(case).and_then(ResponsesRequest::from_value),
+    ) else {
         return out;
     };
     out.insert("model".into(), json!(request.model()));
     out.insert("echo".into(), ser_echo(&request.echo()));
     let map = match request.namespace_tool_map(&options) {
-        Ok(map) => map.into_iter().map(|(k, (ns, name))| (k, json!([ns, name]))).collect(),
+        Ok(map) => map
+            .into_iter()
+            .map(|(k, (ns, name))| (k, json!([ns, name])))
+            .collect(),
         Err(e) => conversion_error(&e),
     };
     out.insert("namespace_tool_map".into(), map);
-    record_convert(&mut out, request.convert(&options).map_err(|e| conversion_error(&e)));
+    record_convert(
+        &mut out,
+        request.convert(&options).map_err(|e| conversion_error(&e)),
+    );
     out
 }
 
@@ -59,17 +76,27 @@ fn responses_conformance() {
     let compared: Vec<&str> = REQUEST_FIELDS.iter().chain(&ECHO_FIELDS).copied().collect();
     let mut tally = Tally::default();
     for id in &unreadable {
-        assert!(PYTHON_VALUE_CASES.iter().any(|(listed, _)| listed == id), "unreadable case file {id}");
+        assert!(
+            PYTHON_VALUE_CASES.iter().any(|(listed, _)| listed == id),
+            "unreadable case file {id}"
+        );
         tally.skip(id);
     }
     for case in &cases {
         if let Some((_, why)) = PYTHON_VALUE_CASES.iter().find(|(id, _)| *id == case.id) {
             let construct = &case.expected["construct"]["error"];
-            assert!(common::is_python_value_error(construct), "{} is listed as a Python-value case: {why}", case.id);
+            assert!(
+                common::is_python_value_error(construct),
+                "{} is listed as a Python-value case: {why}",
+                case.id
+            );
             tally.skip(&case.id);
             continue;
         }
-        tally.record(&case.id, compare_fields(&compared, &case.expected, &run_case(&case.case)));
+        tally.record(
+            &case.id,
+            compare_fields(&compared, &case.expected, &run_case(&case.case)),
+        );
     }
     tally.finish("responses");
 }

@@ -18,7 +18,9 @@ use deepseek_stream::{ParseEvent, Parser, Segment};
 use serde_json::{json, Value};
 
 fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses_reply").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/responses_reply")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -59,17 +61,30 @@ fn call_ids(events: &[Value]) -> Vec<String> {
 
 /// The generator for a request body, as conversion wires it (the reply settings travel in
 /// `ConversationRequest.reply.echo`).
-fn generator_for(body: &Value, id: &str, model: &str) -> (ResponsesGenerator, deepseek_model::ParsingOptions) {
-    let converted = ResponsesRequest::from_value(body.clone()).unwrap().convert(&ConversionOptions::default()).unwrap();
+fn generator_for(
+    body: &Value,
+    id: &str,
+    model: &str,
+) -> (ResponsesGenerator, deepseek_model::ParsingOptions) {
+    let converted = ResponsesRequest::from_value(body.clone())
+        .unwrap()
+        .convert(&ConversionOptions::default())
+        .unwrap();
     let generator = ResponsesGenerator::from_request(&converted, id.to_owned(), model.to_owned());
     (generator, converted.parsing_options)
 }
 
 /// Replay one example through the parser and the emitter.
 fn replay(example: &Value) -> Vec<ResponsesStreamEvent> {
-    let expected: Vec<Value> = example["events"].as_array().unwrap().iter().map(|e| e["data"].clone()).collect();
+    let expected: Vec<Value> = example["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["data"].clone())
+        .collect();
     let ids = call_ids(&expected);
-    let (generator, parsing) = generator_for(&example["request"], "resp-123", "DeepSeek-V4.1-Flash");
+    let (generator, parsing) =
+        generator_for(&example["request"], "resp-123", "DeepSeek-V4.1-Flash");
     let mut emitter = generator.into_emitter();
     let mut parser = Parser::new(&parsing);
     let mut out = Vec::new();
@@ -91,7 +106,9 @@ fn replay(example: &Value) -> Vec<ResponsesStreamEvent> {
                     tool_calls = true;
                     emitter.tool_call_start(index, &ids[index], &name, out);
                 }
-                ParseEvent::ToolCallArguments { index, fragment } => emitter.tool_call_arguments(index, &fragment, out),
+                ParseEvent::ToolCallArguments { index, fragment } => {
+                    emitter.tool_call_arguments(index, &fragment, out)
+                }
                 ParseEvent::ToolCallEnd { index } => emitter.tool_call_end(index, out),
                 ParseEvent::StopSequence { .. } => unreachable!("Responses has no stop sequences"),
             }
@@ -106,8 +123,17 @@ fn replay(example: &Value) -> Vec<ResponsesStreamEvent> {
     let mut events = Vec::new();
     parser.finish(&mut events);
     dispatch(&mut emitter, events, &mut out);
-    let usage = Usage { prompt, completion_tokens, reasoning_tokens: None };
-    emitter.finish(&Completion::Finished(FinishReason::Stop), tool_calls, &usage, &mut out);
+    let usage = Usage {
+        prompt,
+        completion_tokens,
+        reasoning_tokens: None,
+    };
+    emitter.finish(
+        &Completion::Finished(FinishReason::Stop),
+        tool_calls,
+        &usage,
+        &mut out,
+    );
     out
 }
 
@@ -128,26 +154,44 @@ fn accumulate(events: &[ResponsesStreamEvent]) -> ResponsesResponse {
 
 #[test]
 fn examples_replay_exactly() {
-    for name in ["stream_resp_a_plain.json", "stream_resp_b_reasoning.json", "stream_resp_c_tools.json"] {
+    for name in [
+        "stream_resp_a_plain.json",
+        "stream_resp_b_reasoning.json",
+        "stream_resp_c_tools.json",
+    ] {
         let example = fixture(name);
         let events = replay(&example);
-        let expected: Vec<Value> = example["events"].as_array().unwrap().iter().map(|e| e["data"].clone()).collect();
+        let expected: Vec<Value> = example["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["data"].clone())
+            .collect();
         assert_events(name, &events, &expected);
         for (event, e) in events.iter().zip(example["events"].as_array().unwrap()) {
             assert_eq!(event.event_type(), e["sse_event"], "{name}: sse name");
         }
         let accumulated: Value = serde_json::from_str(&accumulate(&events).to_json()).unwrap();
-        assert_eq!(text_of(&accumulated), text_of(&example["accumulated_response"]), "{name}: accumulated");
+        assert_eq!(
+            text_of(&accumulated),
+            text_of(&example["accumulated_response"]),
+            "{name}: accumulated"
+        );
     }
 }
 
 #[test]
 fn item_events_alone_rebuild_the_output() {
-    for name in ["stream_resp_a_plain.json", "stream_resp_b_reasoning.json", "stream_resp_c_tools.json"] {
+    for name in [
+        "stream_resp_a_plain.json",
+        "stream_resp_b_reasoning.json",
+        "stream_resp_c_tools.json",
+    ] {
         let events = replay(&fixture(name));
         let (last, items) = events.split_last().unwrap();
         let partial: Value = serde_json::from_str(&accumulate(items).to_json()).unwrap();
-        let complete: Value = serde_json::from_str(&accumulate(std::slice::from_ref(last)).to_json()).unwrap();
+        let complete: Value =
+            serde_json::from_str(&accumulate(std::slice::from_ref(last)).to_json()).unwrap();
         assert_eq!(partial["output"], complete["output"], "{name}");
     }
 }
@@ -160,22 +204,42 @@ fn echo_namespace_and_apply_patch_example() {
     let (generator, _) = generator_for(&example["request"], "rid", "DeepSeek-V4.1-Flash");
     let mut emitter = generator.into_emitter();
     let mut out = Vec::new();
-    let prompt = PromptUsage { prompt_tokens: 5, prompt_cache_hit_tokens: 0 };
+    let prompt = PromptUsage {
+        prompt_tokens: 5,
+        prompt_cache_hit_tokens: 0,
+    };
     emitter.start(prompt, None, &mut out);
     emitter.text(Segment::Reasoning, "r", None, &mut out);
     emitter.tool_call_start(0, &ids[0], "ns::g", &mut out);
     emitter.tool_call_arguments(0, "{}", &mut out);
     emitter.tool_call_end(0, &mut out);
     emitter.tool_call_start(1, &ids[1], "apply_patch", &mut out);
-    for fragment in ["{\"", "input", "\": ", "\"", "*** Begin Patch\\n*** End Patch", "\"", "}"] {
+    for fragment in [
+        "{\"",
+        "input",
+        "\": ",
+        "\"",
+        "*** Begin Patch\\n*** End Patch",
+        "\"",
+        "}",
+    ] {
         emitter.tool_call_arguments(1, fragment, &mut out);
     }
     emitter.tool_call_end(1, &mut out);
     emitter.tool_call_start(2, &ids[2], "f", &mut out);
     emitter.tool_call_arguments(2, "{}", &mut out);
     emitter.tool_call_end(2, &mut out);
-    let usage = Usage { prompt, completion_tokens: 3, reasoning_tokens: None };
-    emitter.finish(&Completion::Finished(FinishReason::Stop), true, &usage, &mut out);
+    let usage = Usage {
+        prompt,
+        completion_tokens: 3,
+        reasoning_tokens: None,
+    };
+    emitter.finish(
+        &Completion::Finished(FinishReason::Stop),
+        true,
+        &usage,
+        &mut out,
+    );
     assert_events("echo example", &out, expected);
 }
 
@@ -204,13 +268,28 @@ fn run(body: Value, steps: &[Step<'_>], completion: Completion) -> Vec<Value> {
             Step::Args(f) => emitter.tool_call_arguments(calls - 1, f, &mut out),
         }
     }
-    let usage = Usage { prompt: PromptUsage::default(), completion_tokens: 2, reasoning_tokens: Some(1) };
+    let usage = Usage {
+        prompt: PromptUsage::default(),
+        completion_tokens: 2,
+        reasoning_tokens: Some(1),
+    };
     emitter.finish(&completion, calls > 0, &usage, &mut out);
-    out.iter().map(|e| serde_json::from_str(&e.to_json()).unwrap()).collect()
+    out.iter()
+        .map(|e| serde_json::from_str(&e.to_json()).unwrap())
+        .collect()
 }
 
 fn types(events: &[Value]) -> Vec<String> {
-    events.iter().map(|e| e["type"].as_str().unwrap().trim_start_matches("response.").to_owned()).collect()
+    events
+        .iter()
+        .map(|e| {
+            e["type"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("response.")
+                .to_owned()
+        })
+        .collect()
 }
 
 #[test]
@@ -219,30 +298,60 @@ fn rules_beyond_the_examples() {
         {"type": "function", "name": "f"}, {"type": "custom", "name": "apply_patch"}]});
 
     // Length: the open item and the response are incomplete; earlier items stay completed.
-    let events =
-        run(body.clone(), &[Step::Reasoning("a"), Step::Content("b")], Completion::Finished(FinishReason::Length));
+    let events = run(
+        body.clone(),
+        &[Step::Reasoning("a"), Step::Content("b")],
+        Completion::Finished(FinishReason::Length),
+    );
     let last = events.last().unwrap();
     assert_eq!(last["type"], "response.incomplete");
-    assert_eq!(last["response"]["incomplete_details"], json!({"reason": "max_output_tokens"}));
+    assert_eq!(
+        last["response"]["incomplete_details"],
+        json!({"reason": "max_output_tokens"})
+    );
     assert_eq!(last["response"]["output"][0]["status"], "completed");
     assert_eq!(last["response"]["output"][1]["status"], "incomplete");
-    assert_eq!(last["response"]["usage"]["output_tokens_details"]["reasoning_tokens"], 1);
+    assert_eq!(
+        last["response"]["usage"]["output_tokens_details"]["reasoning_tokens"],
+        1
+    );
 
     // A message followed by a call closes as commentary.
-    let events = run(body.clone(), &[Step::Content("b"), Step::Call("f"), Step::Args("{}")], Completion::Ended);
-    let done = events.iter().find(|e| e["type"] == "response.output_item.done").unwrap();
+    let events = run(
+        body.clone(),
+        &[Step::Content("b"), Step::Call("f"), Step::Args("{}")],
+        Completion::Ended,
+    );
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done")
+        .unwrap();
     assert_eq!(done["item"]["phase"], "commentary");
     assert_eq!(events.last().unwrap()["response"]["status"], "completed");
 
     // Empty output: created, in_progress, completed.
-    let events = run(body.clone(), &[], Completion::Finished(FinishReason::ContentFilter));
+    let events = run(
+        body.clone(),
+        &[],
+        Completion::Finished(FinishReason::ContentFilter),
+    );
     assert_eq!(types(&events), ["created", "in_progress", "incomplete"]);
-    assert_eq!(events[2]["response"]["incomplete_details"]["reason"], "content_filter");
+    assert_eq!(
+        events[2]["response"]["incomplete_details"]["reason"],
+        "content_filter"
+    );
 
     // apply_patch with another first parameter streams the argument JSON; a held opening
     // is flushed when the item closes.
-    let events =
-        run(body.clone(), &[Step::Call("apply_patch"), Step::Args("{\""), Step::Args("inp")], Completion::Ended);
+    let events = run(
+        body.clone(),
+        &[
+            Step::Call("apply_patch"),
+            Step::Args("{\""),
+            Step::Args("inp"),
+        ],
+        Completion::Ended,
+    );
     let deltas: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "response.custom_tool_call_input.delta")
@@ -251,14 +360,25 @@ fn rules_beyond_the_examples() {
     assert_eq!(deltas, ["{\"inp"]);
 
     // apply_patch declared as a function is an ordinary function call.
-    let plain =
-        json!({"model": "DeepSeek-V4.1-Flash", "input": "hi", "tools": [{"type": "function", "name": "apply_patch"}]});
-    let events = run(plain, &[Step::Call("apply_patch"), Step::Args("{}")], Completion::Ended);
+    let plain = json!({"model": "DeepSeek-V4.1-Flash", "input": "hi", "tools": [{"type": "function", "name": "apply_patch"}]});
+    let events = run(
+        plain,
+        &[Step::Call("apply_patch"), Step::Args("{}")],
+        Completion::Ended,
+    );
     assert_eq!(events[2]["item"]["type"], "function_call");
 
     // Sequence numbers count from 0 without gaps.
-    let events =
-        run(body, &[Step::Reasoning("a"), Step::Content("b"), Step::Call("f"), Step::Args("{}")], Completion::Ended);
+    let events = run(
+        body,
+        &[
+            Step::Reasoning("a"),
+            Step::Content("b"),
+            Step::Call("f"),
+            Step::Args("{}"),
+        ],
+        Completion::Ended,
+    );
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e["sequence_number"], i, "{e}");
     }
@@ -266,15 +386,42 @@ fn rules_beyond_the_examples() {
 
 #[test]
 fn logprobs_ride_on_output_text() {
-    let (generator, _) = generator_for(&json!({"model": "DeepSeek-V4-Pro", "input": "hi"}), "r", "m");
+    let (generator, _) = generator_for(
+        &json!({"model": "DeepSeek-V4-Pro", "input": "hi"}),
+        "r",
+        "m",
+    );
     let mut emitter = generator.into_emitter();
     let mut out = Vec::new();
-    let lp = TokenLogprob { token: "b".into(), logprob: -0.0, bytes: vec![98], top_logprobs: Vec::new() };
-    emitter.text(Segment::Content, "b", Some(std::slice::from_ref(&lp)), &mut out);
+    let lp = TokenLogprob {
+        token: "b".into(),
+        logprob: -0.0,
+        bytes: vec![98],
+        top_logprobs: Vec::new(),
+    };
+    emitter.text(
+        Segment::Content,
+        "b",
+        Some(std::slice::from_ref(&lp)),
+        &mut out,
+    );
     emitter.finish(&Completion::Ended, false, &Usage::default(), &mut out);
-    let delta = out.iter().find(|e| e.event_type() == "response.output_text.delta").unwrap().to_json();
-    assert!(delta.contains(r#""logprobs":[{"token":"b","logprob":-0.0,"bytes":[98],"top_logprobs":[]}]"#), "{delta}");
-    let done = out.iter().find(|e| e.event_type() == "response.output_text.done").unwrap().to_json();
+    let delta = out
+        .iter()
+        .find(|e| e.event_type() == "response.output_text.delta")
+        .unwrap()
+        .to_json();
+    assert!(
+        delta.contains(
+            r#""logprobs":[{"token":"b","logprob":-0.0,"bytes":[98],"top_logprobs":[]}]"#
+        ),
+        "{delta}"
+    );
+    let done = out
+        .iter()
+        .find(|e| e.event_type() == "response.output_text.done")
+        .unwrap()
+        .to_json();
     assert!(done.contains(r#""logprobs":[{"token":"b""#), "{done}");
     // With no ready chunk, the opening events come first.
     assert_eq!(out[0].event_type(), "response.created");
@@ -293,10 +440,18 @@ fn accumulator_before_any_event() {
 fn request_echo_reports_settings_as_written() {
     let body = json!({"model": "DeepSeek-V4.1-Flash", "input": "hi", "temperature": 0.3, "top_logprobs": 3,
         "reasoning": {"effort": "low", "summary": "auto"}, "tools": [{"type": "web_search"}]});
-    let settings = ResponsesRequest::from_value(body).unwrap().reported_settings();
+    let settings = ResponsesRequest::from_value(body)
+        .unwrap()
+        .reported_settings();
     assert_eq!(settings.scalars.temperature, 0.3f32);
     assert_eq!(settings.scalars.top_logprobs, 3);
-    assert_eq!(settings.reasoning, json!({"effort": "low", "summary": "auto"}));
-    assert_eq!(settings.tools, vec![json!({"type": "web_search", "search_context_size": null, "user_location": null})]);
+    assert_eq!(
+        settings.reasoning,
+        json!({"effort": "low", "summary": "auto"})
+    );
+    assert_eq!(
+        settings.tools,
+        vec![json!({"type": "web_search", "search_context_size": null, "user_location": null})]
+    );
     assert_eq!(ReportedSettings::default().scalars.temperature, 1.0);
 }

@@ -73,7 +73,11 @@ fn opt_params(v: Option<&Value>) -> Option<Value> {
 }
 
 fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
-    let declared = body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+    let declared = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut tools = Vec::new();
     for t in &declared {
         let tool = match protocol {
@@ -83,7 +87,11 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
                 }
                 let f = t.get("function").ok_or("no function")?;
                 DeclaredTool {
-                    name: f.get("name").and_then(Value::as_str).ok_or("bad name")?.to_owned(),
+                    name: f
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("bad name")?
+                        .to_owned(),
                     description: opt_string(f.get("description"))?,
                     parameters: opt_params(f.get("parameters")),
                     strict: f.get("strict").and_then(Value::as_bool),
@@ -95,7 +103,11 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
                     return Err("non-function responses tool");
                 }
                 DeclaredTool {
-                    name: t.get("name").and_then(Value::as_str).ok_or("bad name")?.to_owned(),
+                    name: t
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("bad name")?
+                        .to_owned(),
                     description: opt_string(t.get("description"))?,
                     parameters: opt_params(t.get("parameters")),
                     strict: t.get("strict").and_then(Value::as_bool),
@@ -107,12 +119,19 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
                     return Err("messages server tool");
                 }
                 DeclaredTool {
-                    name: t.get("name").and_then(Value::as_str).ok_or("bad name")?.to_owned(),
+                    name: t
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("bad name")?
+                        .to_owned(),
                     description: opt_string(t.get("description"))?,
                     // `input_schema` is required in practice: a missing one is validated as null.
                     parameters: Some(t.get("input_schema").cloned().unwrap_or(Value::Null)),
                     strict: None,
-                    defer_loading: t.get("defer_loading").and_then(Value::as_bool).unwrap_or(false),
+                    defer_loading: t
+                        .get("defer_loading")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
                 }
             }
         };
@@ -123,7 +142,12 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
         ("messages", Some(c)) => match c.get("type").and_then(Value::as_str) {
             Some("auto" | "any") => RequestedToolChoice::Auto,
             Some("none") => RequestedToolChoice::None,
-            Some("tool") => RequestedToolChoice::Named(c.get("name").and_then(Value::as_str).ok_or("tool choice name")?.into()),
+            Some("tool") => RequestedToolChoice::Named(
+                c.get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("tool choice name")?
+                    .into(),
+            ),
             _ => return Err("messages tool choice shape"),
         },
         (_, Some(Value::String(s))) => match s.as_str() {
@@ -133,10 +157,15 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
             _ => return Err("bogus tool choice"),
         },
         ("chat_completions", Some(c)) => RequestedToolChoice::Named(
-            c.pointer("/function/name").and_then(Value::as_str).ok_or("chat tool choice name")?.into(),
+            c.pointer("/function/name")
+                .and_then(Value::as_str)
+                .ok_or("chat tool choice name")?
+                .into(),
         ),
         (_, Some(c)) => match c.get("type").and_then(Value::as_str) {
-            Some("function") => RequestedToolChoice::Named(c.get("name").and_then(Value::as_str).ok_or("name")?.into()),
+            Some("function") => RequestedToolChoice::Named(
+                c.get("name").and_then(Value::as_str).ok_or("name")?.into(),
+            ),
             _ => return Err("responses hosted tool choice"),
         },
     };
@@ -145,23 +174,53 @@ fn read_inputs(protocol: &str, body: &Value) -> Result<Inputs, &'static str> {
         "responses" => body.pointer("/text/format").cloned(),
         _ => None,
     };
-    let (format, format_strict) = match format_value.as_ref().and_then(|f| f.get("type")).and_then(Value::as_str) {
+    let (format, format_strict) = match format_value
+        .as_ref()
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+    {
         None | Some("text") => (ResponseFormat::Text, false),
         Some("json_object") => (ResponseFormat::JsonObject, false),
-        Some("regex") => (ResponseFormat::Regex(format_value.as_ref().and_then(|f| f.get("regex")).and_then(Value::as_str).ok_or("regex")?.into()), false),
+        Some("regex") => (
+            ResponseFormat::Regex(
+                format_value
+                    .as_ref()
+                    .and_then(|f| f.get("regex"))
+                    .and_then(Value::as_str)
+                    .ok_or("regex")?
+                    .into(),
+            ),
+            false,
+        ),
         Some("json_schema") => {
             let holder = if protocol == "chat_completions" {
-                format_value.as_ref().and_then(|f| f.get("json_schema")).ok_or("json_schema")?
+                format_value
+                    .as_ref()
+                    .and_then(|f| f.get("json_schema"))
+                    .ok_or("json_schema")?
             } else {
                 format_value.as_ref().ok_or("format")?
             };
             let schema = holder.get("schema").cloned().ok_or("schema")?;
-            (ResponseFormat::JsonSchema(schema), holder.get("strict").and_then(Value::as_bool) == Some(true))
+            (
+                ResponseFormat::JsonSchema(schema),
+                holder.get("strict").and_then(Value::as_bool) == Some(true),
+            )
         }
         Some(_) => return Err("unknown format"),
     };
-    let name_path = if protocol == "chat_completions" { chat_path } else { plain_path };
-    Ok(Inputs { tools, name_path, choice, format, format_strict })
+    let name_path = if protocol == "chat_completions" {
+        chat_path
+    } else {
+        plain_path
+    };
+    Ok(Inputs {
+        tools,
+        name_path,
+        choice,
+        format,
+        format_strict,
+    })
 }
 
 fn tool_json(t: &ToolDefinition) -> Value {
@@ -174,21 +233,27 @@ fn tool_json(t: &ToolDefinition) -> Value {
     })
 }
 
-fn run(inputs: Inputs, thinking: bool, version: ModelVersion) -> Result<(Vec<ToolDefinition>, String, Option<Value>), String> {
+fn run(
+    inputs: Inputs,
+    thinking: bool,
+    version: ModelVersion,
+) -> Result<(Vec<ToolDefinition>, String, Option<Value>), String> {
     let tools = tools::validate_tools(inputs.tools, &inputs.name_path).map_err(|e| e.message)?;
-    let (tools, choice) = tools::apply_tool_choice(tools, inputs.choice, thinking).map_err(|e| e.message)?;
+    let (tools, choice) =
+        tools::apply_tool_choice(tools, inputs.choice, thinking).map_err(|e| e.message)?;
     let normalized = match &inputs.format {
-        ResponseFormat::JsonSchema(schema) if inputs.format_strict => {
-            Some(schema::normalize_strict(schema, SchemaUse::ResponseFormat).map_err(|e| e.message)?)
-        }
+        ResponseFormat::JsonSchema(schema) if inputs.format_strict => Some(
+            schema::normalize_strict(schema, SchemaUse::ResponseFormat).map_err(|e| e.message)?,
+        ),
         ResponseFormat::JsonSchema(schema) => {
             schema::check_response_schema(schema).map_err(|e| e.message)?;
             None
         }
         _ => None,
     };
-    let constraint = tools::output_constraint(&tools, choice, &inputs.format, normalized.as_ref(), version)
-        .map(|c| json!({"kind": c.kind, "schema": c.schema}));
+    let constraint =
+        tools::output_constraint(&tools, choice, &inputs.format, normalized.as_ref(), version)
+            .map(|c| json!({"kind": c.kind, "schema": c.schema}));
     Ok((tools, choice.as_str().to_owned(), constraint))
 }
 
@@ -202,7 +267,8 @@ fn check_case(case: &Value) -> Outcome {
         return Outcome::Skip("body not a JSON object");
     };
     let body = &body;
-    let has_format = body.get("response_format").is_some() || body.pointer("/text/format").is_some();
+    let has_format =
+        body.get("response_format").is_some() || body.pointer("/text/format").is_some();
     if body.get("tools").is_none() && body.get("tool_choice").is_none() && !has_format {
         return Outcome::Skip("no tools, no format");
     }
@@ -241,14 +307,20 @@ fn check_case(case: &Value) -> Outcome {
                 let got_tools: Vec<Value> = tools.iter().map(tool_json).collect();
                 let mut problems = Vec::new();
                 if got_tools != want_tools {
-                    problems.push(format!("tools:\n  got  {}\n  want {}", Value::from(got_tools), Value::from(want_tools)));
+                    problems.push(format!(
+                        "tools:\n  got  {}\n  want {}",
+                        Value::from(got_tools),
+                        Value::from(want_tools)
+                    ));
                 }
                 if want_choice != choice.as_str() {
                     problems.push(format!("tool_choice: got {choice}, want {want_choice}"));
                 }
                 let constraint = constraint.unwrap_or(Value::Null);
                 if constraint != want_constraint {
-                    problems.push(format!("constraint:\n  got  {constraint}\n  want {want_constraint}"));
+                    problems.push(format!(
+                        "constraint:\n  got  {constraint}\n  want {want_constraint}"
+                    ));
                 }
                 if problems.is_empty() {
                     Outcome::Pass
@@ -284,12 +356,18 @@ fn vendored_cases_through_the_tool_rules() {
     let mut skip_reasons: std::collections::BTreeMap<&str, usize> = Default::default();
     for path in &paths {
         // A few cases carry Python's NaN/Infinity spellings, which are not JSON.
-        let Ok(case) = serde_json::from_str::<Value>(&std::fs::read_to_string(path).expect("read case")) else {
+        let Ok(case) =
+            serde_json::from_str::<Value>(&std::fs::read_to_string(path).expect("read case"))
+        else {
             skipped += 1;
             *skip_reasons.entry("not strict JSON").or_default() += 1;
             continue;
         };
-        let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
         match check_case(&case) {
             Outcome::Pass => passed += 1,
             Outcome::Skip(why) => {
@@ -305,5 +383,10 @@ fn vendored_cases_through_the_tool_rules() {
         failures.len()
     );
     assert!(passed >= 250, "too few cases in scope: {passed}");
-    assert!(failures.is_empty(), "{} failing cases:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing cases:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

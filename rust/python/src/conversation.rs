@@ -1,8 +1,8 @@
 //! `Conversation`, `ConversationRequest` and the options a conversion derives.
 
 use deepseek_model::{
-    Conversation, ConversationRequest, InferenceOptions, OutputConstraint, ParsingOptions, ReasoningEffort,
-    ResponseFormat, ThinkingInitialStage, ToolChoice,
+    Conversation, ConversationRequest, InferenceOptions, OutputConstraint, ParsingOptions,
+    ReasoningEffort, ResponseFormat, ThinkingInitialStage, ToolChoice,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -81,9 +81,17 @@ impl PyConversation {
         };
         Ok(Self {
             inner: Conversation {
-                messages: messages.unwrap_or_default().iter().map(|m| m.inner.clone()).collect(),
+                messages: messages
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|m| m.inner.clone())
+                    .collect(),
                 thinking_mode,
-                tools: tools.unwrap_or_default().iter().map(|t| t.inner.clone()).collect(),
+                tools: tools
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| t.inner.clone())
+                    .collect(),
                 tool_choice,
                 reasoning_effort,
                 response_format,
@@ -93,7 +101,11 @@ impl PyConversation {
 
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.messages.iter().map(|m| message_to_py(py, m)).collect()
+        self.inner
+            .messages
+            .iter()
+            .map(|m| message_to_py(py, m))
+            .collect()
     }
     #[getter]
     fn thinking_mode(&self) -> bool {
@@ -101,7 +113,11 @@ impl PyConversation {
     }
     #[getter]
     fn tools(&self) -> Vec<PyToolDefinition> {
-        self.inner.tools.iter().map(|t| PyToolDefinition { inner: t.clone() }).collect()
+        self.inner
+            .tools
+            .iter()
+            .map(|t| PyToolDefinition { inner: t.clone() })
+            .collect()
     }
     #[getter]
     fn tool_choice(&self) -> &'static str {
@@ -197,12 +213,23 @@ impl PyInferenceOptions {
     }
     #[getter]
     fn output_constraint(&self) -> Option<PyOutputConstraint> {
-        self.inner.output_constraint.clone().map(|inner| PyOutputConstraint { inner })
+        self.inner
+            .output_constraint
+            .clone()
+            .map(|inner| PyOutputConstraint { inner })
     }
 }
 
 /// Where parsing of the model's output starts.
-#[pyclass(name = "ThinkingInitialStage", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ThinkingInitialStage",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyThinkingInitialStage {
     ReasoningStart,
@@ -214,8 +241,12 @@ impl From<PyThinkingInitialStage> for ThinkingInitialStage {
     fn from(v: PyThinkingInitialStage) -> Self {
         match v {
             PyThinkingInitialStage::ReasoningStart => ThinkingInitialStage::ReasoningStart,
-            PyThinkingInitialStage::ReasoningContinuation => ThinkingInitialStage::ReasoningContinuation,
-            PyThinkingInitialStage::ContentContinuation => ThinkingInitialStage::ContentContinuation,
+            PyThinkingInitialStage::ReasoningContinuation => {
+                ThinkingInitialStage::ReasoningContinuation
+            }
+            PyThinkingInitialStage::ContentContinuation => {
+                ThinkingInitialStage::ContentContinuation
+            }
         }
     }
 }
@@ -224,8 +255,12 @@ impl From<ThinkingInitialStage> for PyThinkingInitialStage {
     fn from(v: ThinkingInitialStage) -> Self {
         match v {
             ThinkingInitialStage::ReasoningStart => PyThinkingInitialStage::ReasoningStart,
-            ThinkingInitialStage::ReasoningContinuation => PyThinkingInitialStage::ReasoningContinuation,
-            ThinkingInitialStage::ContentContinuation => PyThinkingInitialStage::ContentContinuation,
+            ThinkingInitialStage::ReasoningContinuation => {
+                PyThinkingInitialStage::ReasoningContinuation
+            }
+            ThinkingInitialStage::ContentContinuation => {
+                PyThinkingInitialStage::ContentContinuation
+            }
         }
     }
 }
@@ -313,7 +348,9 @@ impl PyParsingOptions {
     }
     #[getter]
     fn get_special_tokens(&self) -> PySpecialTokens {
-        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+        PySpecialTokens {
+            inner: self.inner.special_tokens.clone(),
+        }
     }
     #[setter]
     fn set_special_tokens(&mut self, value: PyRef<'_, PySpecialTokens>) {
@@ -322,7 +359,11 @@ impl PyParsingOptions {
 }
 
 /// A converted request: the conversation plus inference and parsing options.
-#[pyclass(name = "ConversationRequest", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ConversationRequest",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone)]
 pub struct PyConversationRequest {
     pub inner: ConversationRequest,
@@ -332,19 +373,27 @@ pub struct PyConversationRequest {
 impl PyConversationRequest {
     #[new]
     fn new(conversation: PyRef<'_, PyConversation>, model_version: PyModelVersion) -> Self {
-        Self { inner: ConversationRequest::new(conversation.inner.clone(), model_version.into()) }
+        Self {
+            inner: ConversationRequest::new(conversation.inner.clone(), model_version.into()),
+        }
     }
     #[getter]
     fn conversation(&self) -> PyConversation {
-        PyConversation { inner: self.inner.conversation.clone() }
+        PyConversation {
+            inner: self.inner.conversation.clone(),
+        }
     }
     #[getter]
     fn inference_options(&self) -> PyInferenceOptions {
-        PyInferenceOptions { inner: self.inner.inference_options.clone() }
+        PyInferenceOptions {
+            inner: self.inner.inference_options.clone(),
+        }
     }
     #[getter]
     fn parsing_options(&self) -> PyParsingOptions {
-        PyParsingOptions { inner: self.inner.parsing_options.clone() }
+        PyParsingOptions {
+            inner: self.inner.parsing_options.clone(),
+        }
     }
     #[getter]
     fn model_version(&self) -> PyModelVersion {
@@ -355,6 +404,8 @@ impl PyConversationRequest {
         self.inner.stream
     }
     fn resolve_max_tokens(&self, prompt_tokens: u64, context_limit: u64) -> PyResult<u64> {
-        self.inner.resolve_max_tokens(prompt_tokens, context_limit).map_err(errors::conversion)
+        self.inner
+            .resolve_max_tokens(prompt_tokens, context_limit)
+            .map_err(errors::conversion)
     }
 }

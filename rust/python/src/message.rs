@@ -1,6 +1,9 @@
 //! Messages, tool calls, tool definitions and image sources as Python classes.
 
-use deepseek_model::{ImageDetail, ImageSource, ImageSourceKind, Message, Role, SpecialToken, ToolCall, ToolDefinition};
+use deepseek_model::{
+    ImageDetail, ImageSource, ImageSourceKind, Message, Role, SpecialToken, ToolCall,
+    ToolDefinition,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -19,7 +22,13 @@ pub struct PyToolCall {
 impl PyToolCall {
     #[new]
     fn new(id: String, name: String, arguments: String) -> Self {
-        Self { inner: ToolCall { id, name, arguments } }
+        Self {
+            inner: ToolCall {
+                id,
+                name,
+                arguments,
+            },
+        }
     }
     #[getter]
     fn id(&self) -> &str {
@@ -35,7 +44,10 @@ impl PyToolCall {
     }
     fn __repr__(&self) -> String {
         let t = &self.inner;
-        format!("ToolCall(id={:?}, name={:?}, arguments={:?})", t.id, t.name, t.arguments)
+        format!(
+            "ToolCall(id={:?}, name={:?}, arguments={:?})",
+            t.id, t.name, t.arguments
+        )
     }
 }
 
@@ -61,7 +73,15 @@ impl PyToolDefinition {
             Some(p) if !p.is_none() => Some(pyvalue::to_json(p)?),
             _ => None,
         };
-        Ok(Self { inner: ToolDefinition { name, description, parameters, strict, defer_loading } })
+        Ok(Self {
+            inner: ToolDefinition {
+                name,
+                description,
+                parameters,
+                strict,
+                defer_loading,
+            },
+        })
     }
     #[getter]
     fn name(&self) -> &str {
@@ -97,12 +117,20 @@ impl PyToolDefinition {
             Some(false) => "False",
             None => "None",
         };
-        format!("ToolDefinition(name={:?}, description={description}, strict={strict})", t.name)
+        format!(
+            "ToolDefinition(name={:?}, description={description}, strict={strict})",
+            t.name
+        )
     }
 }
 
 /// Base class of the image sources supplied with a conversation.
-#[pyclass(name = "ImageSource", subclass, frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ImageSource",
+    subclass,
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone)]
 pub struct PyImageSource {
     pub inner: ImageSource,
@@ -162,7 +190,11 @@ impl PyImageSource {
             ImageSourceKind::Url(u) => ("UrlImageSource", format!("{u:?}")),
             ImageSourceKind::Bytes(b) => ("BytesImageSource", format!("<{} bytes>", b.len())),
         };
-        format!("{class}({what}, detail={:?}, path={:?})", s.detail.as_str(), s.path)
+        format!(
+            "{class}({what}, detail={:?}, path={:?})",
+            s.detail.as_str(),
+            s.path
+        )
     }
 }
 
@@ -175,7 +207,11 @@ impl PyDataUrlImageSource {
     #[new]
     #[pyo3(signature = (data_url, detail="high", *, path=String::new()))]
     fn new(data_url: String, detail: &str, path: String) -> PyResult<PyClassInitializer<Self>> {
-        let inner = ImageSource { kind: ImageSourceKind::DataUrl(data_url), detail: self::detail(detail)?, path };
+        let inner = ImageSource {
+            kind: ImageSourceKind::DataUrl(data_url),
+            detail: self::detail(detail)?,
+            path,
+        };
         Ok(PyClassInitializer::from(PyImageSource { inner }).add_subclass(Self))
     }
 }
@@ -189,7 +225,11 @@ impl PyUrlImageSource {
     #[new]
     #[pyo3(signature = (url, detail="high", *, path=String::new()))]
     fn new(url: String, detail: &str, path: String) -> PyResult<PyClassInitializer<Self>> {
-        let inner = ImageSource { kind: ImageSourceKind::Url(url), detail: self::detail(detail)?, path };
+        let inner = ImageSource {
+            kind: ImageSourceKind::Url(url),
+            detail: self::detail(detail)?,
+            path,
+        };
         Ok(PyClassInitializer::from(PyImageSource { inner }).add_subclass(Self))
     }
 }
@@ -203,23 +243,37 @@ impl PyBytesImageSource {
     #[new]
     #[pyo3(signature = (data, detail="high", *, path=String::new()))]
     fn new(data: Vec<u8>, detail: &str, path: String) -> PyResult<PyClassInitializer<Self>> {
-        let inner = ImageSource { kind: ImageSourceKind::Bytes(data), detail: self::detail(detail)?, path };
+        let inner = ImageSource {
+            kind: ImageSourceKind::Bytes(data),
+            detail: self::detail(detail)?,
+            path,
+        };
         Ok(PyClassInitializer::from(PyImageSource { inner }).add_subclass(Self))
     }
 }
 
 /// Build the Python object of the right subclass for an image source.
 pub fn image_to_py<'py>(py: Python<'py>, source: &ImageSource) -> PyResult<Bound<'py, PyAny>> {
-    let base = PyClassInitializer::from(PyImageSource { inner: source.clone() });
+    let base = PyClassInitializer::from(PyImageSource {
+        inner: source.clone(),
+    });
     Ok(match source.kind {
-        ImageSourceKind::DataUrl(_) => Bound::new(py, base.add_subclass(PyDataUrlImageSource))?.into_any(),
+        ImageSourceKind::DataUrl(_) => {
+            Bound::new(py, base.add_subclass(PyDataUrlImageSource))?.into_any()
+        }
         ImageSourceKind::Url(_) => Bound::new(py, base.add_subclass(PyUrlImageSource))?.into_any(),
-        ImageSourceKind::Bytes(_) => Bound::new(py, base.add_subclass(PyBytesImageSource))?.into_any(),
+        ImageSourceKind::Bytes(_) => {
+            Bound::new(py, base.add_subclass(PyBytesImageSource))?.into_any()
+        }
     })
 }
 
 fn images(sources: Option<Vec<PyRef<'_, PyImageSource>>>) -> Vec<ImageSource> {
-    sources.unwrap_or_default().iter().map(|s| s.inner.clone()).collect()
+    sources
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s.inner.clone())
+        .collect()
 }
 
 fn image_token(token: Option<String>) -> PyResult<String> {
@@ -253,10 +307,12 @@ impl PyMessage {
     }
     #[getter]
     fn tool_calls(&self) -> Option<Vec<PyToolCall>> {
-        self.inner
-            .tool_calls
-            .as_ref()
-            .map(|calls| calls.iter().map(|c| PyToolCall { inner: c.clone() }).collect())
+        self.inner.tool_calls.as_ref().map(|calls| {
+            calls
+                .iter()
+                .map(|c| PyToolCall { inner: c.clone() })
+                .collect()
+        })
     }
     #[getter]
     fn tool_call_id(&self) -> Option<&str> {
@@ -264,7 +320,11 @@ impl PyMessage {
     }
     #[getter]
     fn image_sources<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.image_sources.iter().map(|s| image_to_py(py, s)).collect()
+        self.inner
+            .image_sources
+            .iter()
+            .map(|s| image_to_py(py, s))
+            .collect()
     }
     #[getter]
     fn prefix(&self) -> bool {
@@ -274,11 +334,19 @@ impl PyMessage {
         let m = &self.inner;
         match m.role {
             Role::System => format!("SystemMessage({:?})", m.content),
-            Role::User => format!("UserMessage({:?}, image_sources={})", m.content, m.image_sources.len()),
+            Role::User => format!(
+                "UserMessage({:?}, image_sources={})",
+                m.content,
+                m.image_sources.len()
+            ),
             Role::Assistant => format!(
                 "AssistantMessage({:?}, reasoning_content={}, tool_calls={}, prefix={})",
                 m.content,
-                if m.reasoning_content.is_some() { "True" } else { "False" },
+                if m.reasoning_content.is_some() {
+                    "True"
+                } else {
+                    "False"
+                },
                 m.calls().len(),
                 if m.prefix { "True" } else { "False" }
             ),
@@ -307,14 +375,21 @@ impl PySystemMessage {
         tools: Option<Vec<PyRef<'_, PyToolDefinition>>>,
         image_token: Option<String>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let mut inner = Message::system(content).with_images_at_first_occurrences(images(image_sources), &self::image_token(image_token)?);
+        let mut inner = Message::system(content).with_images_at_first_occurrences(
+            images(image_sources),
+            &self::image_token(image_token)?,
+        );
         inner.tools = tools.map(|ts| ts.iter().map(|t| t.inner.clone()).collect());
         Ok(PyClassInitializer::from(PyMessage { inner }).add_subclass(Self))
     }
     #[getter]
     fn tools(slf: &Bound<'_, Self>) -> Option<Vec<PyToolDefinition>> {
         let base: &PyMessage = slf.as_super().get();
-        base.inner.tools.as_ref().map(|ts| ts.iter().map(|t| PyToolDefinition { inner: t.clone() }).collect())
+        base.inner.tools.as_ref().map(|ts| {
+            ts.iter()
+                .map(|t| PyToolDefinition { inner: t.clone() })
+                .collect()
+        })
     }
 }
 
@@ -331,7 +406,10 @@ impl PyUserMessage {
         image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
         image_token: Option<String>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let inner = Message::user(content).with_images_at_first_occurrences(images(image_sources), &self::image_token(image_token)?);
+        let inner = Message::user(content).with_images_at_first_occurrences(
+            images(image_sources),
+            &self::image_token(image_token)?,
+        );
         Ok(PyClassInitializer::from(PyMessage { inner }).add_subclass(Self))
     }
 }
@@ -351,7 +429,10 @@ impl PyAssistantMessage {
         prefix: bool,
     ) -> PyClassInitializer<Self> {
         let calls = tool_calls.map(|cs| cs.iter().map(|c| c.inner.clone()).collect());
-        PyClassInitializer::from(PyMessage { inner: Message::assistant(content, reasoning_content, calls, prefix) }).add_subclass(Self)
+        PyClassInitializer::from(PyMessage {
+            inner: Message::assistant(content, reasoning_content, calls, prefix),
+        })
+        .add_subclass(Self)
     }
 }
 
@@ -369,7 +450,10 @@ impl PyToolMessage {
         image_sources: Option<Vec<PyRef<'_, PyImageSource>>>,
         image_token: Option<String>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let inner = Message::tool(content, tool_call_id).with_images_at_first_occurrences(images(image_sources), &self::image_token(image_token)?);
+        let inner = Message::tool(content, tool_call_id).with_images_at_first_occurrences(
+            images(image_sources),
+            &self::image_token(image_token)?,
+        );
         Ok(PyClassInitializer::from(PyMessage { inner }).add_subclass(Self))
     }
 }
@@ -382,18 +466,25 @@ pub struct PyLatestReminderMessage;
 impl PyLatestReminderMessage {
     #[new]
     fn new(content: String) -> PyClassInitializer<Self> {
-        PyClassInitializer::from(PyMessage { inner: Message::latest_reminder(content) }).add_subclass(Self)
+        PyClassInitializer::from(PyMessage {
+            inner: Message::latest_reminder(content),
+        })
+        .add_subclass(Self)
     }
 }
 
 /// Build the Python object of the right subclass for a message.
 pub fn message_to_py<'py>(py: Python<'py>, message: &Message) -> PyResult<Bound<'py, PyAny>> {
-    let base = PyClassInitializer::from(PyMessage { inner: message.clone() });
+    let base = PyClassInitializer::from(PyMessage {
+        inner: message.clone(),
+    });
     Ok(match message.role {
         Role::System => Bound::new(py, base.add_subclass(PySystemMessage))?.into_any(),
         Role::User => Bound::new(py, base.add_subclass(PyUserMessage))?.into_any(),
         Role::Assistant => Bound::new(py, base.add_subclass(PyAssistantMessage))?.into_any(),
         Role::Tool => Bound::new(py, base.add_subclass(PyToolMessage))?.into_any(),
-        Role::LatestReminder => Bound::new(py, base.add_subclass(PyLatestReminderMessage))?.into_any(),
+        Role::LatestReminder => {
+            Bound::new(py, base.add_subclass(PyLatestReminderMessage))?.into_any()
+        }
     })
 }

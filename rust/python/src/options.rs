@@ -2,13 +2,23 @@
 
 use std::collections::BTreeMap;
 
-use deepseek_model::{ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior};
+use deepseek_model::{
+    ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior,
+};
 use pyo3::prelude::*;
 
 use crate::special::PySpecialTokens;
 
 /// Which prompt format and rules apply.
-#[pyclass(name = "ModelVersion", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ModelVersion",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyModelVersion {
     DeepseekV4Pro,
@@ -34,7 +44,15 @@ impl From<ModelVersion> for PyModelVersion {
 }
 
 /// What to do with assistant history that lacks reasoning in thinking mode.
-#[pyclass(name = "ReasoningContentBehavior", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ReasoningContentBehavior",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyReasoningContentBehavior {
     FillEmpty,
@@ -60,7 +78,15 @@ impl From<ReasoningContentBehavior> for PyReasoningContentBehavior {
 }
 
 /// What to do with web-search server tools the deployment cannot run.
-#[pyclass(name = "WebSearchBehavior", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "WebSearchBehavior",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PyWebSearchBehavior {
     Drop,
@@ -139,7 +165,11 @@ impl PyConversionOptions {
     }
     #[getter]
     fn model_versions_by_name(&self) -> BTreeMap<String, PyModelVersion> {
-        self.inner.model_versions_by_name.iter().map(|(k, v)| (k.clone(), (*v).into())).collect()
+        self.inner
+            .model_versions_by_name
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect()
     }
     #[getter]
     fn thinking_max_tokens_upper_bound(&self) -> u32 {
@@ -163,12 +193,17 @@ impl PyConversionOptions {
     }
     #[getter]
     fn special_tokens(&self) -> PySpecialTokens {
-        PySpecialTokens { inner: self.inner.special_tokens.clone() }
+        PySpecialTokens {
+            inner: self.inner.special_tokens.clone(),
+        }
     }
     fn with_default_thinking_mode(&self, default_thinking_mode: bool) -> Self {
         self.with(|o| o.default_thinking_mode = default_thinking_mode)
     }
-    fn with_reasoning_content_behavior(&self, reasoning_content_behavior: PyReasoningContentBehavior) -> Self {
+    fn with_reasoning_content_behavior(
+        &self,
+        reasoning_content_behavior: PyReasoningContentBehavior,
+    ) -> Self {
         self.with(|o| o.reasoning_content_behavior = reasoning_content_behavior.into())
     }
     fn with_responses_web_search(&self, responses_web_search: PyWebSearchBehavior) -> Self {
@@ -185,13 +220,24 @@ impl PyConversionOptions {
             o.model_versions_by_name.insert(model, model_version.into());
         })
     }
-    fn with_model_versions_by_name(&self, model_versions_by_name: BTreeMap<String, PyModelVersion>) -> Self {
-        self.with(|o| o.model_versions_by_name = model_versions_by_name.into_iter().map(|(k, v)| (k, v.into())).collect())
+    fn with_model_versions_by_name(
+        &self,
+        model_versions_by_name: BTreeMap<String, PyModelVersion>,
+    ) -> Self {
+        self.with(|o| {
+            o.model_versions_by_name = model_versions_by_name
+                .into_iter()
+                .map(|(k, v)| (k, v.into()))
+                .collect()
+        })
     }
     fn with_thinking_max_tokens_upper_bound(&self, thinking_max_tokens_upper_bound: u32) -> Self {
         self.with(|o| o.thinking_max_tokens_upper_bound = thinking_max_tokens_upper_bound)
     }
-    fn with_non_thinking_max_tokens_upper_bound(&self, non_thinking_max_tokens_upper_bound: u32) -> Self {
+    fn with_non_thinking_max_tokens_upper_bound(
+        &self,
+        non_thinking_max_tokens_upper_bound: u32,
+    ) -> Self {
         self.with(|o| o.non_thinking_max_tokens_upper_bound = non_thinking_max_tokens_upper_bound)
     }
 }

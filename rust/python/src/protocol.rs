@@ -2,7 +2,9 @@
 
 use std::sync::Mutex;
 
-use deepseek_protocol::{intake, ChatCompletionRequest, MessagesRequest, ProtocolError, ResponsesRequest};
+use deepseek_protocol::{
+    intake, ChatCompletionRequest, MessagesRequest, ProtocolError, ResponsesRequest,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use serde_json::Value;
@@ -16,11 +18,17 @@ use crate::pyvalue;
 fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
     if let Ok(bytes) = body.cast::<PyBytes>() {
         let bytes = bytes.as_bytes().to_vec();
-        return body.py().detach(|| intake::parse_json(&bytes)).map_err(errors::protocol);
+        return body
+            .py()
+            .detach(|| intake::parse_json(&bytes))
+            .map_err(errors::protocol);
     }
     if let Ok(text) = body.cast::<PyString>() {
         let text = text.to_str()?.to_owned();
-        return body.py().detach(|| intake::parse_json(text.as_bytes())).map_err(errors::protocol);
+        return body
+            .py()
+            .detach(|| intake::parse_json(text.as_bytes()))
+            .map_err(errors::protocol);
     }
     pyvalue::to_json(body)
 }

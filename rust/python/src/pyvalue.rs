@@ -29,7 +29,9 @@ fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResult<Value> {
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::Number(u.into()));
         }
-        return Err(PyOverflowError::new_err("integer is outside the JSON number range"));
+        return Err(PyOverflowError::new_err(
+            "integer is outside the JSON number range",
+        ));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         let v = f.value();

@@ -15,18 +15,27 @@ use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
 
 /// Take the value out of a consumable slot, or fail with `consumed`.
 fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
-    slot.lock().map_err(|_| consumed())?.take().ok_or_else(consumed)
+    slot.lock()
+        .map_err(|_| consumed())?
+        .take()
+        .ok_or_else(consumed)
 }
 
 /// A Messages generator, consumed by a `StreamProcessor` (or by `with_signature`).
-#[pyclass(name = "MessagesChunkGenerator", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "MessagesChunkGenerator",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyMessagesChunkGenerator {
     slot: Mutex<Option<MessagesEmitter>>,
 }
 
 impl PyMessagesChunkGenerator {
     fn from_emitter(emitter: MessagesEmitter) -> Self {
-        Self { slot: Mutex::new(Some(emitter)) }
+        Self {
+            slot: Mutex::new(Some(emitter)),
+        }
     }
 
     /// The generator for a converted request (`MessagesRequest.chunk_generator`): thinking
@@ -65,11 +74,17 @@ pub fn processor_from(
     };
     let emitter = generator.get().take()?;
     let thinking = emitter.thinking_mode();
-    Ok(Some(Box::new(StreamProcessor::new(emitter, options, thinking, vocabulary))))
+    Ok(Some(Box::new(StreamProcessor::new(
+        emitter, options, thinking, vocabulary,
+    ))))
 }
 
 /// One Messages stream event; consumed by `MessagesResponse.accumulate`.
-#[pyclass(name = "MessagesStreamEvent", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "MessagesStreamEvent",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyMessagesStreamEvent {
     slot: Mutex<Option<MessagesStreamEvent>>,
 }
@@ -83,7 +98,13 @@ impl PyMessagesStreamEvent {
 
 impl IntoPyEvent for MessagesStreamEvent {
     fn into_py_event(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Py::new(py, PyMessagesStreamEvent { slot: Mutex::new(Some(self)) })?.into_any())
+        Ok(Py::new(
+            py,
+            PyMessagesStreamEvent {
+                slot: Mutex::new(Some(self)),
+            },
+        )?
+        .into_any())
     }
 }
 
@@ -106,10 +127,21 @@ impl PyMessagesResponse {
     /// `created` is accepted like the other protocols' responses; a Messages response
     /// reports no creation time.
     #[new]
-    fn new(id: &str, model: &str, created: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+    fn new(
+        id: &str,
+        model: &str,
+        created: u64,
+        prompt_tokens: u64,
+        prompt_cache_hit_tokens: u64,
+    ) -> Self {
         let _ = created;
-        let prompt = PromptUsage { prompt_tokens, prompt_cache_hit_tokens };
-        Self { inner: MessagesResponse::new(id, model, prompt) }
+        let prompt = PromptUsage {
+            prompt_tokens,
+            prompt_cache_hit_tokens,
+        };
+        Self {
+            inner: MessagesResponse::new(id, model, prompt),
+        }
     }
 
     /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.

@@ -25,7 +25,10 @@ fn consumed_event() -> PyErr {
 
 /// Take the value out of a consumable slot, or fail with `consumed`.
 fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
-    slot.lock().map_err(|_| consumed())?.take().ok_or_else(consumed)
+    slot.lock()
+        .map_err(|_| consumed())?
+        .take()
+        .ok_or_else(consumed)
 }
 
 /// Request settings that Responses response objects report, as the request specified them.
@@ -42,7 +45,9 @@ pub struct PyResponsesEcho {
 impl PyResponsesEcho {
     #[new]
     fn new() -> Self {
-        Self { inner: ReportedSettings::default() }
+        Self {
+            inner: ReportedSettings::default(),
+        }
     }
 
     #[getter]
@@ -78,20 +83,30 @@ impl PyResponsesEcho {
 }
 
 /// A Rust Responses generator consumed by a stream processor.
-#[pyclass(name = "ResponsesChunkGenerator", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ResponsesChunkGenerator",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyResponsesChunkGenerator {
     generator: Mutex<Option<ResponsesGenerator>>,
 }
 
 impl PyResponsesChunkGenerator {
     fn from_generator(generator: ResponsesGenerator) -> Self {
-        Self { generator: Mutex::new(Some(generator)) }
+        Self {
+            generator: Mutex::new(Some(generator)),
+        }
     }
 
     /// The generator for a converted request (`ResponsesRequest.chunk_generator`): it reports
     /// the request's own settings and names namespaced tools as the request declared them.
     pub fn from_request(request: &ConversationRequest, id: &str, model: &str) -> Self {
-        Self::from_generator(ResponsesGenerator::from_request(request, id.to_owned(), model.to_owned()))
+        Self::from_generator(ResponsesGenerator::from_request(
+            request,
+            id.to_owned(),
+            model.to_owned(),
+        ))
     }
 }
 
@@ -99,27 +114,40 @@ impl PyResponsesChunkGenerator {
 impl PyResponsesChunkGenerator {
     /// Consume this generator and configure the namespace tool names: a parsed name found in
     /// the map is reported as its `(namespace, local name)`.
-    fn with_namespace_tool_map(&self, namespace_tool_map: BTreeMap<String, (String, String)>) -> PyResult<Self> {
+    fn with_namespace_tool_map(
+        &self,
+        namespace_tool_map: BTreeMap<String, (String, String)>,
+    ) -> PyResult<Self> {
         let generator = take_slot(&self.generator, consumed_generator)?;
-        Ok(Self::from_generator(generator.with_namespace_tools(namespace_tool_map)))
+        Ok(Self::from_generator(
+            generator.with_namespace_tools(namespace_tool_map),
+        ))
     }
 
     /// Consume this generator and configure the reported request settings.
     fn with_echo(&self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
         let generator = take_slot(&self.generator, consumed_generator)?;
-        Ok(Self::from_generator(generator.with_settings(echo.inner.clone())))
+        Ok(Self::from_generator(
+            generator.with_settings(echo.inner.clone()),
+        ))
     }
 }
 
 /// One Responses stream event; consumed by `ResponsesResponse.accumulate`.
-#[pyclass(name = "ResponsesStreamEvent", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ResponsesStreamEvent",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyResponsesStreamEvent {
     event: Mutex<Option<ResponsesStreamEvent>>,
 }
 
 impl PyResponsesStreamEvent {
     pub fn new(event: ResponsesStreamEvent) -> Self {
-        Self { event: Mutex::new(Some(event)) }
+        Self {
+            event: Mutex::new(Some(event)),
+        }
     }
 
     fn read<R>(&self, f: impl FnOnce(&ResponsesStreamEvent) -> R) -> PyResult<R> {
@@ -148,9 +176,17 @@ impl PyResponsesResponse {
     /// time and usage of the final response; the prompt usage is accepted for symmetry with
     /// the other protocols.
     #[new]
-    fn new(id: &str, model: &str, created_at: u64, prompt_tokens: u64, prompt_cache_hit_tokens: u64) -> Self {
+    fn new(
+        id: &str,
+        model: &str,
+        created_at: u64,
+        prompt_tokens: u64,
+        prompt_cache_hit_tokens: u64,
+    ) -> Self {
         let _ = (prompt_tokens, prompt_cache_hit_tokens);
-        Self { inner: ResponsesResponse::new(id.to_owned(), model.to_owned(), created_at) }
+        Self {
+            inner: ResponsesResponse::new(id.to_owned(), model.to_owned(), created_at),
+        }
     }
 
     /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.
@@ -196,5 +232,7 @@ pub fn processor_from(
     let generator = take_slot(&generator.get().generator, consumed_generator)?;
     let thinking = generator.thinking;
     let emitter = generator.into_emitter();
-    Ok(Some(Box::new(StreamProcessor::new(emitter, options, thinking, vocabulary))))
+    Ok(Some(Box::new(StreamProcessor::new(
+        emitter, options, thinking, vocabulary,
+    ))))
 }

@@ -4,7 +4,15 @@ use deepseek_model::{SpecialToken, SpecialTokens};
 use pyo3::prelude::*;
 
 /// One template token of the DeepSeek V4 family.
-#[pyclass(name = "SpecialToken", eq, eq_int, frozen, hash, from_py_object, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "SpecialToken",
+    eq,
+    eq_int,
+    frozen,
+    hash,
+    from_py_object,
+    module = "deepseek_recipe._native"
+)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PySpecialToken {
     Bos,
@@ -90,7 +98,7 @@ impl PySpecialTokens {
         point: Option<String>,
         point_end: Option<String>,
         polygon: Option<String>,
-        polygon_end: Option<String>
+        polygon_end: Option<String>,
     ) -> Self {
         let mut inner = SpecialTokens::default();
         for (token, spelling) in [
@@ -111,7 +119,7 @@ impl PySpecialTokens {
             (SpecialToken::Point, point),
             (SpecialToken::PointEnd, point_end),
             (SpecialToken::Polygon, polygon),
-            (SpecialToken::PolygonEnd, polygon_end)
+            (SpecialToken::PolygonEnd, polygon_end),
         ] {
             if let Some(spelling) = spelling {
                 inner.set(token, spelling);

@@ -30,7 +30,10 @@ fn options(o: &Value) -> ParsingOptions {
         _ => None,
     };
     if let Some(stops) = o.get("stop_sequences").and_then(Value::as_array) {
-        po.stop_sequences = stops.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect();
+        po.stop_sequences = stops
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect();
     }
     if let Some(st) = o.get("special_tokens").and_then(Value::as_object) {
         for token in SpecialToken::ALL {
@@ -46,8 +49,14 @@ fn deltas(events: &[ParseEvent], stopped: &mut bool) -> Vec<Value> {
     let mut out = Vec::new();
     for e in events {
         match e {
-            ParseEvent::Text { segment: Segment::Reasoning, text } => out.push(json!({"r": text})),
-            ParseEvent::Text { segment: Segment::Content, text } => out.push(json!({"c": text})),
+            ParseEvent::Text {
+                segment: Segment::Reasoning,
+                text,
+            } => out.push(json!({"r": text})),
+            ParseEvent::Text {
+                segment: Segment::Content,
+                text,
+            } => out.push(json!({"c": text})),
             ParseEvent::ToolCallStart { index, name } => {
                 out.push(json!({"t": [[index, name, ""]]}))
             }

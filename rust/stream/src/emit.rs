@@ -65,10 +65,21 @@ pub trait Emitter {
     type Event;
 
     /// The stream opens: on the first `ready` chunk, or on the first output if none came.
-    fn start(&mut self, prompt: PromptUsage, system_fingerprint: Option<&str>, out: &mut Vec<Self::Event>);
+    fn start(
+        &mut self,
+        prompt: PromptUsage,
+        system_fingerprint: Option<&str>,
+        out: &mut Vec<Self::Event>,
+    );
 
     /// A piece of reasoning or content text, with the logprobs of the tokens that made it.
-    fn text(&mut self, segment: Segment, text: &str, logprobs: Option<&[TokenLogprob]>, out: &mut Vec<Self::Event>);
+    fn text(
+        &mut self,
+        segment: Segment,
+        text: &str,
+        logprobs: Option<&[TokenLogprob]>,
+        out: &mut Vec<Self::Event>,
+    );
 
     /// A tool call's name is complete. `id` is the generated call id (behavior.md §10.9).
     fn tool_call_start(&mut self, index: usize, id: &str, name: &str, out: &mut Vec<Self::Event>);
@@ -80,5 +91,11 @@ pub trait Emitter {
     fn tool_call_end(&mut self, index: usize, out: &mut Vec<Self::Event>);
 
     /// The stream completed. `tool_calls` is true when at least one call name completed.
-    fn finish(&mut self, completion: &Completion, tool_calls: bool, usage: &Usage, out: &mut Vec<Self::Event>);
+    fn finish(
+        &mut self,
+        completion: &Completion,
+        tool_calls: bool,
+        usage: &Usage,
+        out: &mut Vec<Self::Event>,
+    );
 }

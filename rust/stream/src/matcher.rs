@@ -33,7 +33,10 @@ impl Pattern {
                 *slot = k;
             }
         }
-        Self { bytes, fail: fail.into_boxed_slice() }
+        Self {
+            bytes,
+            fail: fail.into_boxed_slice(),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {

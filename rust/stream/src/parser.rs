@@ -190,7 +190,11 @@ enum Out {
 enum Body {
     /// Stream text `[start, start + bytes.len())`; or, for a special-token `symbol`, the one
     /// position `start` written as `bytes`.
-    Text { out: Out, bytes: Vec<u8>, symbol: bool },
+    Text {
+        out: Out,
+        bytes: Vec<u8>,
+        symbol: bool,
+    },
     /// An output the parser produced at a marker (a quote, `}`, a call start, the JSON `{`).
     /// `sticky`: the marker lay wholly inside the push that completed it; such an output
     /// waits while a partial marker begins right where it was produced. (One completed by a
@@ -267,8 +271,12 @@ impl Parser {
     pub fn new(options: &ParsingOptions) -> Self {
         let dsml = options.special_tokens.get(SpecialToken::Dsml);
         let think_end = options.special_tokens.get(SpecialToken::ThinkingEnd);
-        let stops: Vec<String> =
-            options.stop_sequences.iter().filter(|s| !s.is_empty()).cloned().collect();
+        let stops: Vec<String> = options
+            .stop_sequences
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
         let mut patterns: Vec<Pattern> = [
             think_end.to_owned(),
             format!("<{dsml}"),
@@ -303,21 +311,44 @@ impl Parser {
         );
         patterns.extend(stops.iter().map(|s| Pattern::new(s)));
 
-        let rule = |marker, eats_newlines| vec![Rule { marker, eats_newlines, input: Input::Any }];
+        let rule = |marker, eats_newlines| {
+            vec![Rule {
+                marker,
+                eats_newlines,
+                input: Input::Any,
+            }]
+        };
         // A special-token marker: its spelling (text input) and its symbolic twin (tokens).
         let special = |marker, eats_newlines| {
             vec![
-                Rule { marker, eats_newlines, input: Input::Text },
-                Rule { marker: SYMBOLIC + marker, eats_newlines, input: Input::Tokens },
+                Rule {
+                    marker,
+                    eats_newlines,
+                    input: Input::Text,
+                },
+                Rule {
+                    marker: SYMBOLIC + marker,
+                    eats_newlines,
+                    input: Input::Tokens,
+                },
             ]
         };
-        let stop_rules: Vec<Rule> =
-            (0..stops.len()).flat_map(|i| rule(FIRST_STOP + i, false)).collect();
-        let dsml_rule: Vec<Rule> =
-            if options.parse_tool_calls { special(DSML_START, true) } else { Vec::new() };
+        let stop_rules: Vec<Rule> = (0..stops.len())
+            .flat_map(|i| rule(FIRST_STOP + i, false))
+            .collect();
+        let dsml_rule: Vec<Rule> = if options.parse_tool_calls {
+            special(DSML_START, true)
+        } else {
+            Vec::new()
+        };
         let rules = Rules {
             reasoning: [special(THINK_END, true), dsml_rule.clone()].concat(),
-            content: [stop_rules.clone(), dsml_rule.clone(), special(THINK_END, false)].concat(),
+            content: [
+                stop_rules.clone(),
+                dsml_rule.clone(),
+                special(THINK_END, false),
+            ]
+            .concat(),
             json_prefix: [
                 dsml_rule.clone(),
                 special(THINK_END, false),
@@ -342,7 +373,11 @@ impl Parser {
             value: special(DSML_CLOSE, false),
         };
 
-        let json = if options.parse_json_output { Json::Prefix } else { Json::Off };
+        let json = if options.parse_json_output {
+            Json::Prefix
+        } else {
+            Json::Off
+        };
         let (stage, strip_leading) = if options.starts_in_tool_calls {
             (Stage::Block, false)
         } else {
@@ -395,8 +430,11 @@ impl Parser {
     /// watch is forgotten (mixing both kinds of chunk inside one marker is not supported).
     fn set_token_mode(&mut self, token_mode: bool) {
         if self.token_mode != token_mode {
-            let (from, to) =
-                if token_mode { (THINK_END, BLOCK_END_V41) } else { (SYMBOLIC, FIRST_STOP - 1) };
+            let (from, to) = if token_mode {
+                (THINK_END, BLOCK_END_V41)
+            } else {
+                (SYMBOLIC, FIRST_STOP - 1)
+            };
             for marker in from..=to {
                 if let Some(state) = self.states.get_mut(marker) {
                     *state = 0;
@@ -432,7 +470,8 @@ impl Parser {
                         _ => SYM_OTHER,
                     };
                     self.symbol_text.clear();
-                    self.symbol_text.extend_from_slice(self.special_tokens.get(token).as_bytes());
+                    self.symbol_text
+                        .extend_from_slice(self.special_tokens.get(token).as_bytes());
                     self.byte(symbol, out);
                 }
                 Decoded::Added(text) => {
@@ -456,7 +495,9 @@ impl Parser {
         }
         self.release(u64::MAX, out);
         if self.in_call {
-            out.push(ParseEvent::ToolCallEnd { index: self.call_index });
+            out.push(ParseEvent::ToolCallEnd {
+                index: self.call_index,
+            });
             self.in_call = false;
         }
         self.done = true;
@@ -523,7 +564,11 @@ impl Parser {
                 let bytes = self.symbol_text.clone();
                 self.pending.push_back(Piece {
                     start: self.pos - 1,
-                    body: Body::Text { out: kind, bytes, symbol: true },
+                    body: Body::Text {
+                        out: kind,
+                        bytes,
+                        symbol: true,
+                    },
                 });
                 self.run_open = false;
             } else if self.stage == Stage::InvokeName {
@@ -536,13 +581,16 @@ impl Parser {
         }
         let mut hit = None;
         for index in 0..self.rules().len() {
-            let Some(rule) = self.rules().get(index).copied() else { break };
+            let Some(rule) = self.rules().get(index).copied() else {
+                break;
+            };
             if !rule.watches(self.token_mode) {
                 continue;
             }
-            let (Some(pattern), Some(state)) =
-                (self.patterns.get(rule.marker), self.states.get(rule.marker).copied())
-            else {
+            let (Some(pattern), Some(state)) = (
+                self.patterns.get(rule.marker),
+                self.states.get(rule.marker).copied(),
+            ) else {
                 continue;
             };
             let (next, work) = pattern.step(state, byte);
@@ -577,14 +625,22 @@ impl Parser {
     /// Append one byte of stage text to this push's run.
     fn append(&mut self, kind: Out, byte: u8) {
         if self.run_open {
-            if let Some(Piece { body: Body::Text { bytes, .. }, .. }) = self.pending.back_mut() {
+            if let Some(Piece {
+                body: Body::Text { bytes, .. },
+                ..
+            }) = self.pending.back_mut()
+            {
                 bytes.push(byte);
                 return;
             }
         }
         self.pending.push_back(Piece {
             start: self.pos - 1,
-            body: Body::Text { out: kind, bytes: vec![byte], symbol: false },
+            body: Body::Text {
+                out: kind,
+                bytes: vec![byte],
+                symbol: false,
+            },
         });
         self.run_open = true;
     }
@@ -592,13 +648,19 @@ impl Parser {
     /// Queue an output produced at a marker, at the current position.
     fn produce(&mut self, event: ParseEvent) {
         let sticky = self.marker_in_push;
-        self.pending.push_back(Piece { start: self.pos, body: Body::Event { event, sticky } });
+        self.pending.push_back(Piece {
+            start: self.pos,
+            body: Body::Event { event, sticky },
+        });
         self.run_open = false;
     }
 
     fn produce_fragment(&mut self, fragment: &str) {
         let index = self.call_index;
-        self.produce(ParseEvent::ToolCallArguments { index, fragment: fragment.to_owned() });
+        self.produce(ParseEvent::ToolCallArguments {
+            index,
+            fragment: fragment.to_owned(),
+        });
     }
 
     /// A `\n` while leading-newline removal is active: a stop sequence gets the first look
@@ -607,13 +669,16 @@ impl Parser {
     fn leading_newline(&mut self, out: &mut Vec<ParseEvent>) {
         let mut hit = None;
         for index in 0..self.rules().len() {
-            let Some(rule) = self.rules().get(index).copied() else { break };
+            let Some(rule) = self.rules().get(index).copied() else {
+                break;
+            };
             if rule.marker < FIRST_STOP {
                 continue;
             }
-            if let (Some(pattern), Some(state)) =
-                (self.patterns.get(rule.marker), self.states.get(rule.marker).copied())
-            {
+            if let (Some(pattern), Some(state)) = (
+                self.patterns.get(rule.marker),
+                self.states.get(rule.marker).copied(),
+            ) {
                 let (next, work) = pattern.step(state, b'\n');
                 self.work += work;
                 if pattern.is_complete(next) {
@@ -659,7 +724,11 @@ impl Parser {
         self.run_open = false;
         self.work += self.rules().len() as u64;
         let hold = self.hold_start();
-        while self.pending.front().is_some_and(|piece| piece.releasable(hold)) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|piece| piece.releasable(hold))
+        {
             if let Some(piece) = self.pending.pop_front() {
                 self.emit(piece, u64::MAX, out);
             }
@@ -686,7 +755,11 @@ impl Parser {
         };
         match (marker, self.stage) {
             (THINK_END, Stage::Reasoning) => {
-                let json = if self.json_mode { Json::Prefix } else { Json::Off };
+                let json = if self.json_mode {
+                    Json::Prefix
+                } else {
+                    Json::Off
+                };
                 self.stage = Stage::Content(json);
                 self.strip_leading = true;
             }
@@ -695,7 +768,10 @@ impl Parser {
             (FENCE_JSON | FENCE_PLAIN, _) => self.stage = Stage::Content(Json::Inside),
             (BRACE | BRACKET, _) => {
                 let text = if marker == BRACE { "{" } else { "[" };
-                self.produce(ParseEvent::Text { segment: Segment::Content, text: text.to_owned() });
+                self.produce(ParseEvent::Text {
+                    segment: Segment::Content,
+                    text: text.to_owned(),
+                });
                 self.stage = Stage::Content(Json::Inside);
             }
             (JSON_END, _) => self.stage = Stage::Content(Json::After),
@@ -706,7 +782,10 @@ impl Parser {
             (QUOTE, _) => {
                 let name = String::from_utf8_lossy(&self.name).into_owned();
                 self.name.clear();
-                self.produce(ParseEvent::ToolCallStart { index: self.call_index, name });
+                self.produce(ParseEvent::ToolCallStart {
+                    index: self.call_index,
+                    name,
+                });
                 self.in_call = true;
                 self.params = 0;
                 self.stage = Stage::Invoke;
@@ -733,7 +812,9 @@ impl Parser {
             }
             (DSML_CLOSE, _) => {
                 self.produce_fragment(if self.params == 0 { "{}" } else { "}" });
-                self.produce(ParseEvent::ToolCallEnd { index: self.call_index });
+                self.produce(ParseEvent::ToolCallEnd {
+                    index: self.call_index,
+                });
                 self.in_call = false;
                 self.call_index += 1;
                 self.stage = Stage::Block;
@@ -743,7 +824,11 @@ impl Parser {
                 self.done = true;
             }
             (marker, _) => {
-                let sequence = self.stops.get(marker - FIRST_STOP).cloned().unwrap_or_default();
+                let sequence = self
+                    .stops
+                    .get(marker - FIRST_STOP)
+                    .cloned()
+                    .unwrap_or_default();
                 out.push(ParseEvent::StopSequence { sequence });
                 self.stage = Stage::Done;
                 self.done = true;
@@ -767,7 +852,11 @@ impl Parser {
                 out.push(event);
                 return;
             }
-            Body::Text { out: kind, bytes, symbol } => (kind, bytes, symbol),
+            Body::Text {
+                out: kind,
+                bytes,
+                symbol,
+            } => (kind, bytes, symbol),
         };
         let keep = if symbol {
             if cut > piece.start {
@@ -786,19 +875,27 @@ impl Parser {
         let text = String::from_utf8_lossy(&bytes);
         let index = self.call_index;
         out.push(match kind {
-            Out::Reasoning => {
-                ParseEvent::Text { segment: Segment::Reasoning, text: text.into_owned() }
-            }
-            Out::Content => ParseEvent::Text { segment: Segment::Content, text: text.into_owned() },
-            Out::Space => ParseEvent::Text { segment: Segment::Content, text: " ".to_owned() },
+            Out::Reasoning => ParseEvent::Text {
+                segment: Segment::Reasoning,
+                text: text.into_owned(),
+            },
+            Out::Content => ParseEvent::Text {
+                segment: Segment::Content,
+                text: text.into_owned(),
+            },
+            Out::Space => ParseEvent::Text {
+                segment: Segment::Content,
+                text: " ".to_owned(),
+            },
             Out::StringValue => {
                 let mut fragment = String::with_capacity(text.len() + 2);
                 escape_string_into(&text, &mut fragment);
                 ParseEvent::ToolCallArguments { index, fragment }
             }
-            Out::RawArgument => {
-                ParseEvent::ToolCallArguments { index, fragment: text.into_owned() }
-            }
+            Out::RawArgument => ParseEvent::ToolCallArguments {
+                index,
+                fragment: text.into_owned(),
+            },
         });
     }
 }

@@ -32,7 +32,10 @@ fn param(v41: bool, name: &str, string: bool, value: &str) -> String {
 
 fn invoke(v41: bool, name: &str, params: &[String]) -> String {
     let sp = if v41 { " " } else { "" };
-    format!("<{D}{sp}invoke name=\"{name}\">\n{}</{D}{sp}invoke>\n", params.concat())
+    format!(
+        "<{D}{sp}invoke name=\"{name}\">\n{}</{D}{sp}invoke>\n",
+        params.concat()
+    )
 }
 
 fn block(v41: bool, invokes: &[String]) -> String {
@@ -58,12 +61,22 @@ fn corpus() -> Vec<Sample> {
                     param(true, "note", true, tricky),
                 ],
             ),
-            invoke(true, "ns::g", &[param(true, "list", false, "[1, \"</x\", {\"k\": null}]")]),
+            invoke(
+                true,
+                "ns::g",
+                &[param(true, "list", false, "[1, \"</x\", {\"k\": null}]")],
+            ),
             invoke(true, "empty", &[]),
         ],
     );
-    let calls_v4 =
-        block(false, &[invoke(false, "名前", &[param(false, "q", true, "line1\nline2\t\"x\"")])]);
+    let calls_v4 = block(
+        false,
+        &[invoke(
+            false,
+            "名前",
+            &[param(false, "q", true, "line1\nline2\t\"x\"")],
+        )],
+    );
     vec![
         Sample { name: "plain", options: options(false), text: "\n\nHello, world!\n".into(), arguments: Some(vec![]) },
         Sample {
@@ -129,7 +142,10 @@ fn corpus() -> Vec<Sample> {
 
 /// Boundaries of `text`'s characters (byte offsets, excluding 0 and the end).
 fn char_cuts(text: &str) -> Vec<usize> {
-    text.char_indices().map(|(i, _)| i).filter(|&i| i > 0).collect()
+    text.char_indices()
+        .map(|(i, _)| i)
+        .filter(|&i| i > 0)
+        .collect()
 }
 
 fn split_at(text: &str, cuts: &[usize]) -> Vec<String> {
@@ -146,11 +162,15 @@ fn split_at(text: &str, cuts: &[usize]) -> Vec<String> {
 /// Deterministic pseudo-random chunkings (piece lengths 1..=7 characters).
 fn random_cuts(text: &str, seed: u64) -> Vec<usize> {
     let cuts = char_cuts(text);
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = Vec::new();
     let mut i = 0usize;
     loop {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         i += 1 + ((state >> 33) % 7) as usize;
         match cuts.get(i - 1) {
             Some(&c) => out.push(c),
@@ -177,12 +197,24 @@ fn run_checked(sample: &Sample, pieces: &[String]) -> Outcome {
         outcome.add(events);
     }
     for leak in ["</think>", "<｜DSML｜", "</｜DSML｜"] {
-        assert!(!outcome.reasoning.contains(leak), "{}: {leak} in reasoning", sample.name);
+        assert!(
+            !outcome.reasoning.contains(leak),
+            "{}: {leak} in reasoning",
+            sample.name
+        );
         if !sample.options.parse_json_output {
-            assert!(!outcome.content.contains(leak), "{}: {leak} in content", sample.name);
+            assert!(
+                !outcome.content.contains(leak),
+                "{}: {leak} in content",
+                sample.name
+            );
         }
         for arguments in outcome.arguments() {
-            assert!(!arguments.contains(leak), "{}: {leak} in arguments", sample.name);
+            assert!(
+                !arguments.contains(leak),
+                "{}: {leak} in arguments",
+                sample.name
+            );
         }
     }
     // The start of call k arrives no later than the push holding its name's closing quote.
@@ -201,7 +233,9 @@ fn run_checked(sample: &Sample, pieces: &[String]) -> Outcome {
         consumed += piece.len();
         while let Some(found) = sample.text[search_from..].find("invoke name=\"") {
             let open = search_from + found + "invoke name=\"".len();
-            let Some(close) = sample.text[open..].find('"').map(|c| open + c) else { break };
+            let Some(close) = sample.text[open..].find('"').map(|c| open + c) else {
+                break;
+            };
             if close < consumed {
                 quote_push.push(i);
                 search_from = close + 1;
@@ -242,13 +276,23 @@ fn chunking_does_not_change_results() {
                 .collect();
             assert_eq!(&parsed, expected, "{}: arguments", sample.name);
         } else {
-            assert_eq!(whole.arguments(), ["{\"a\": \"par</｜DS"], "{}: not repaired", sample.name);
+            assert_eq!(
+                whole.arguments(),
+                ["{\"a\": \"par</｜DS"],
+                "{}: not repaired",
+                sample.name
+            );
         }
 
-        let mut chunkings: Vec<(String, Vec<String>)> =
-            vec![("one char at a time".into(), sample.text.chars().map(String::from).collect())];
+        let mut chunkings: Vec<(String, Vec<String>)> = vec![(
+            "one char at a time".into(),
+            sample.text.chars().map(String::from).collect(),
+        )];
         for cut in char_cuts(&sample.text) {
-            chunkings.push((format!("split at byte {cut}"), split_at(&sample.text, &[cut])));
+            chunkings.push((
+                format!("split at byte {cut}"),
+                split_at(&sample.text, &[cut]),
+            ));
         }
         for seed in 0..20 {
             chunkings.push((
@@ -272,5 +316,8 @@ fn json_mode_spaces_follow_the_pieces() {
     let options = json(options(false));
     let whole = common::run(&options, &["ab {1}"]);
     let split = common::run(&options, &["a", "b ", "{1}"]);
-    assert_eq!((whole.content.as_str(), split.content.as_str()), (" {1}", "  {1}"));
+    assert_eq!(
+        (whole.content.as_str(), split.content.as_str()),
+        (" {1}", "  {1}")
+    );
 }

@@ -42,17 +42,24 @@ impl Accumulated {
     fn add(&mut self, events: &[ParseEvent]) {
         for event in events {
             match event {
-                ParseEvent::Text { segment: Segment::Reasoning, text } => {
-                    self.reasoning.push_str(text)
-                }
-                ParseEvent::Text { segment: Segment::Content, text } => self.content.push_str(text),
+                ParseEvent::Text {
+                    segment: Segment::Reasoning,
+                    text,
+                } => self.reasoning.push_str(text),
+                ParseEvent::Text {
+                    segment: Segment::Content,
+                    text,
+                } => self.content.push_str(text),
                 ParseEvent::ToolCallStart { index, name } => {
                     assert_eq!(*index, self.calls.len(), "call indices are dense");
                     self.calls.push((name.clone(), String::new()));
                 }
-                ParseEvent::ToolCallArguments { index, fragment } => {
-                    self.calls.get_mut(*index).expect("arguments after start").1.push_str(fragment)
-                }
+                ParseEvent::ToolCallArguments { index, fragment } => self
+                    .calls
+                    .get_mut(*index)
+                    .expect("arguments after start")
+                    .1
+                    .push_str(fragment),
                 ParseEvent::ToolCallEnd { .. } => {}
                 ParseEvent::StopSequence { .. } => self.stopped = true,
             }
@@ -70,16 +77,29 @@ enum Chunk {
 fn chunks(case: &Value) -> Vec<Chunk> {
     let points = case["chunks"].as_array().unwrap();
     if case["mode"] == "tokens" {
-        let ids: Vec<u64> =
-            case["token_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let ids: Vec<u64> = case["token_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         let mut bounds = vec![0usize];
         bounds.extend(
-            points.iter().map(|p| p.as_u64().unwrap() as usize).filter(|&p| p > 0 && p < ids.len()),
+            points
+                .iter()
+                .map(|p| p.as_u64().unwrap() as usize)
+                .filter(|&p| p > 0 && p < ids.len()),
         );
         bounds.push(ids.len());
-        bounds.windows(2).map(|w| Chunk::Tokens(ids[w[0]..w[1]].to_vec())).collect()
+        bounds
+            .windows(2)
+            .map(|w| Chunk::Tokens(ids[w[0]..w[1]].to_vec()))
+            .collect()
     } else {
-        pieces(case["output_text"].as_str().unwrap(), points).into_iter().map(Chunk::Text).collect()
+        pieces(case["output_text"].as_str().unwrap(), points)
+            .into_iter()
+            .map(Chunk::Text)
+            .collect()
     }
 }
 
@@ -119,8 +139,12 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
     let options = parsing_options(&expected["parsing_options"]);
     let mut parser = Parser::new(&options);
     let mut acc = Accumulated::default();
-    let steps: Vec<&Value> =
-        expected["steps"].as_array().unwrap().iter().filter(|s| s["in"] != "ready").collect();
+    let steps: Vec<&Value> = expected["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["in"] != "ready")
+        .collect();
     let mut step_index = 0usize;
     let compare_step =
         |events: &[ParseEvent], label: &str, step_index: &mut usize| -> Result<(), String> {
@@ -162,7 +186,11 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
         let mut events = Vec::new();
         parser.finish(&mut events);
         acc.add(&events);
-        let label = if case["finish_reason"].is_null() { "finish()" } else { "finish_chunk" };
+        let label = if case["finish_reason"].is_null() {
+            "finish()"
+        } else {
+            "finish_chunk"
+        };
         compare_step(&events, label, &mut step_index)?;
     }
 
@@ -170,7 +198,10 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
     let message = &choice["message"];
     let want_reasoning = message["reasoning_content"].as_str().unwrap_or("");
     if acc.reasoning != want_reasoning {
-        return Err(format!("reasoning {:?} != {want_reasoning:?}", acc.reasoning));
+        return Err(format!(
+            "reasoning {:?} != {want_reasoning:?}",
+            acc.reasoning
+        ));
     }
     let want_content = message["content"].as_str().unwrap_or("");
     if acc.content != want_content {
@@ -182,7 +213,10 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
         .flatten()
         .map(|c| {
             let f = &c["function"];
-            (f["name"].as_str().unwrap().to_owned(), f["arguments"].as_str().unwrap().to_owned())
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["arguments"].as_str().unwrap().to_owned(),
+            )
         })
         .collect();
     if acc.calls != want_calls {
@@ -198,7 +232,10 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
         }
     };
     if choice["finish_reason"] != ours {
-        return Err(format!("finish_reason {ours} != {}", choice["finish_reason"]));
+        return Err(format!(
+            "finish_reason {ours} != {}",
+            choice["finish_reason"]
+        ));
     }
     Ok(())
 }
@@ -239,8 +276,15 @@ fn chat_cases_match_the_reference() {
     for failure in &failures {
         println!("FAIL {failure}");
     }
-    assert!(passed > 250, "expected the full chat text corpus, ran {passed}");
-    assert!(failures.is_empty(), "{} conformance failures", failures.len());
+    assert!(
+        passed > 250,
+        "expected the full chat text corpus, ran {passed}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} conformance failures",
+        failures.len()
+    );
 }
 
 /// Messages and Responses streams come from the same parser: every push's parser-level deltas
@@ -275,7 +319,9 @@ fn messages_and_responses_streams_match_the_reference() {
         let mut step_index = 0usize;
         let mut stopped = false;
         let mut compare = |events: &[ParseEvent], step_index: &mut usize| -> Result<(), String> {
-            let Some(step) = steps.get(*step_index) else { return Err("no recorded step".into()) };
+            let Some(step) = steps.get(*step_index) else {
+                return Err("no recorded step".into());
+            };
             *step_index += 1;
             if step.get("error").is_some() {
                 return Ok(());
@@ -287,9 +333,10 @@ fn messages_and_responses_streams_match_the_reference() {
                     Ok(())
                 }
                 Some(theirs) if theirs == ours => Ok(()),
-                Some(theirs) => {
-                    Err(format!("step {}: ours {ours:?}\n   reference {theirs:?}", *step_index - 1))
-                }
+                Some(theirs) => Err(format!(
+                    "step {}: ours {ours:?}\n   reference {theirs:?}",
+                    *step_index - 1
+                )),
             }
         };
         for chunk in chunks(case) {
@@ -308,7 +355,9 @@ fn messages_and_responses_streams_match_the_reference() {
                     &mut events,
                 ),
             }
-            stopped = events.iter().any(|e| matches!(e, ParseEvent::StopSequence { .. }));
+            stopped = events
+                .iter()
+                .any(|e| matches!(e, ParseEvent::StopSequence { .. }));
             outcome = compare(&events, &mut step_index);
         }
         if outcome.is_ok() && !stopped {
@@ -329,6 +378,9 @@ fn messages_and_responses_streams_match_the_reference() {
     for failure in &failures {
         println!("FAIL {failure}");
     }
-    assert!(passed > 400, "expected the messages/responses corpus, ran {passed}");
+    assert!(
+        passed > 400,
+        "expected the messages/responses corpus, ran {passed}"
+    );
     assert!(failures.is_empty(), "{} stream mismatches", failures.len());
 }

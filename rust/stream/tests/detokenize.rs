@@ -12,7 +12,12 @@ type Row = (&'static str, Vec<Vec<u8>>, Vec<&'static str>, Vec<usize>);
 fn detokenizer_table() {
     let crab = "🦀".as_bytes().to_vec(); // F0 9F A6 80
     let table: Vec<Row> = vec![
-        ("ascii passes through", vec![b"ab".to_vec(), b"c".to_vec()], vec!["ab", "c"], vec![0, 0]),
+        (
+            "ascii passes through",
+            vec![b"ab".to_vec(), b"c".to_vec()],
+            vec!["ab", "c"],
+            vec![0, 0],
+        ),
         (
             "emoji split across 3 tokens",
             vec![crab[..2].to_vec(), crab[2..3].to_vec(), crab[3..].to_vec()],
@@ -66,7 +71,11 @@ fn detokenizer_table() {
         let mut detok = Detokenizer::new();
         for (i, token) in tokens.iter().enumerate() {
             assert_eq!(detok.push(token), texts[i], "{name}: text after token {i}");
-            assert_eq!(detok.pending(), pending[i], "{name}: pending after token {i}");
+            assert_eq!(
+                detok.pending(),
+                pending[i],
+                "{name}: pending after token {i}"
+            );
         }
     }
 }
@@ -101,7 +110,10 @@ fn chunks_are_decoded_as_a_whole() {
     let crab = "🦀".as_bytes();
     let mut detok = Detokenizer::new();
     // Text before an incomplete character in the same chunk waits with it.
-    assert_eq!(detok.push_chunk(&[T::Bytes("思考".as_bytes()), T::Bytes(&crab[..2])]), vec![]);
+    assert_eq!(
+        detok.push_chunk(&[T::Bytes("思考".as_bytes()), T::Bytes(&crab[..2])]),
+        vec![]
+    );
     assert_eq!(detok.pending_tokens(), 2);
     assert_eq!(
         detok.push_chunk(&[
@@ -109,13 +121,20 @@ fn chunks_are_decoded_as_a_whole() {
             T::Special(SpecialToken::ThinkingEnd),
             T::Bytes(b"ok")
         ]),
-        vec![P::Text("思考🦀".into()), P::Special(SpecialToken::ThinkingEnd), P::Text("ok".into())]
+        vec![
+            P::Text("思考🦀".into()),
+            P::Special(SpecialToken::ThinkingEnd),
+            P::Text("ok".into())
+        ]
     );
     // A special token makes an incomplete tail final (one U+FFFD), as the decoded text shows.
     assert_eq!(
         detok.push_chunk(&[T::Bytes(&crab[..2]), T::Special(SpecialToken::Eos)]),
         vec![P::Text("\u{FFFD}".into()), P::Special(SpecialToken::Eos)]
     );
-    assert_eq!(detok.push_chunk(&[T::Added("<｜x｜>")]), vec![P::Added("<｜x｜>".into())]);
+    assert_eq!(
+        detok.push_chunk(&[T::Added("<｜x｜>")]),
+        vec![P::Added("<｜x｜>".into())]
+    );
     assert_eq!(detok.pending(), 0);
 }

@@ -36,7 +36,11 @@ fn repeat_to(unit: &str, bytes: usize) -> String {
 fn inputs(n: usize) -> Vec<(&'static str, ParsingOptions, String)> {
     let value = repeat_to("a<b</c</｜DSM\"q\\ </｜DSML x 中🦀", n);
     vec![
-        ("reasoning with near-markers", options(true), repeat_to("r </thin\n\n<｜DS x\n", n)),
+        (
+            "reasoning with near-markers",
+            options(true),
+            repeat_to("r </thin\n\n<｜DS x\n", n),
+        ),
         (
             "content with self-overlapping stops",
             with_stops(options(false), &["aaaaaac", "abababc"]),
@@ -49,7 +53,11 @@ fn inputs(n: usize) -> Vec<(&'static str, ParsingOptions, String)> {
         ("1 MiB-scale string parameter", options(false), {
             format!("<{D} calls><{D} invoke name=\"f\">\n<{D} parameter name=\"p\" string=\"true\">{value}")
         }),
-        ("newline runs", options(true), repeat_to("x\n\n\n\n\n\n\n\n", n)),
+        (
+            "newline runs",
+            options(true),
+            repeat_to("x\n\n\n\n\n\n\n\n", n),
+        ),
     ]
 }
 
@@ -63,7 +71,10 @@ fn doubling_the_output_at_most_doubles_the_work() {
             let (wb, _) = work(options, b, one_char);
             let ratio = wb as f64 / wa as f64;
             println!("{name} (one char per push: {one_char}): {} → {} bytes, work {wa} → {wb}, ratio {ratio:.3}", a.len(), b.len());
-            assert!(ratio <= 2.2, "{name}: work grew {ratio:.2}× for 2× the output");
+            assert!(
+                ratio <= 2.2,
+                "{name}: work grew {ratio:.2}× for 2× the output"
+            );
             assert!(
                 wb as f64 <= 64.0 * b.len() as f64,
                 "{name}: {wb} work units for {} bytes",

@@ -22,7 +22,15 @@ struct Case {
 }
 
 fn case(name: &'static str, options: ParsingOptions, text: impl Into<String>) -> Case {
-    Case { name, options, text: text.into(), reasoning: "", content: "", calls: &[], stop: None }
+    Case {
+        name,
+        options,
+        text: text.into(),
+        reasoning: "",
+        content: "",
+        calls: &[],
+        stop: None,
+    }
 }
 
 impl Case {
@@ -69,12 +77,20 @@ fn collapse_spaces(text: &str) -> String {
 
 fn check(cases: Vec<Case>) {
     for c in cases {
-        for (how, outcome) in
-            [("whole", run(&c.options, &[&c.text])), ("per char", run(&c.options, &chars(&c.text)))]
-        {
-            let got: Vec<(&str, &str)> =
-                outcome.calls.iter().map(|x| (x.0.as_str(), x.1.as_str())).collect();
-            assert_eq!(outcome.reasoning, c.reasoning, "{} ({how}): reasoning", c.name);
+        for (how, outcome) in [
+            ("whole", run(&c.options, &[&c.text])),
+            ("per char", run(&c.options, &chars(&c.text))),
+        ] {
+            let got: Vec<(&str, &str)> = outcome
+                .calls
+                .iter()
+                .map(|x| (x.0.as_str(), x.1.as_str()))
+                .collect();
+            assert_eq!(
+                outcome.reasoning, c.reasoning,
+                "{} ({how}): reasoning",
+                c.name
+            );
             if c.options.parse_json_output && how != "whole" {
                 // JSON mode: the prefix becomes one space per pushed piece (§10.4).
                 assert_eq!(
@@ -95,30 +111,53 @@ fn check(cases: Vec<Case>) {
 #[test]
 fn observed_parse_results_table() {
     let (on, off) = (options(true), options(false));
-    let two_params =
-        block(&[invoke("get_weather", &[("city", true, "Paris"), ("days", false, "3")])]);
+    let two_params = block(&[invoke(
+        "get_weather",
+        &[("city", true, "Paris"), ("days", false, "3")],
+    )]);
     check(vec![
         case("plain", off.clone(), "Hello").content("Hello"),
-        case("leading newlines dropped, trailing kept", off.clone(), "\n\nHello\n")
-            .content("Hello\n"),
+        case(
+            "leading newlines dropped, trailing kept",
+            off.clone(),
+            "\n\nHello\n",
+        )
+        .content("Hello\n"),
         case("reasoning then answer", on.clone(), "reason</think>answer")
             .reasoning("reason")
             .content("answer"),
-        case("newlines around the think end", on.clone(), "\n\nreason\n</think>\n\nanswer")
-            .reasoning("reason")
-            .content("answer"),
+        case(
+            "newlines around the think end",
+            on.clone(),
+            "\n\nreason\n</think>\n\nanswer",
+        )
+        .reasoning("reason")
+        .content("answer"),
         case("reasoning only", on.clone(), "reasoning only").reasoning("reasoning only"),
-        case("second think end deleted", on.clone(), "r</think>a</think>b")
-            .reasoning("r")
-            .content("ab"),
+        case(
+            "second think end deleted",
+            on.clone(),
+            "r</think>a</think>b",
+        )
+        .reasoning("r")
+        .content("ab"),
         case("stray think end deleted", off.clone(), "a</think>b").content("ab"),
-        case("deleting ends leading removal", off.clone(), "</think>\n\nb").content("\n\nb"),
+        case(
+            "deleting ends leading removal",
+            off.clone(),
+            "</think>\n\nb",
+        )
+        .content("\n\nb"),
         case("think start is text", on.clone(), "<think>r</think>a")
             .reasoning("<think>r")
             .content("a"),
-        case("EOS is text", on.clone(), "r</think>a<｜end▁of▁sentence｜>tail")
-            .reasoning("r")
-            .content("a<｜end▁of▁sentence｜>tail"),
+        case(
+            "EOS is text",
+            on.clone(),
+            "r</think>a<｜end▁of▁sentence｜>tail",
+        )
+        .reasoning("r")
+        .content("a<｜end▁of▁sentence｜>tail"),
         case("partial think end flushed at EOF", on.clone(), "r</thin").reasoning("r</thin"),
         case(
             "reasoning, content, one call",
@@ -138,28 +177,54 @@ fn stage_rules() {
     check(vec![
         case("only newline counts as leading", off.clone(), "\n \nHello").content(" \nHello"),
         case("carriage return kept", off.clone(), "\r\nHello").content("\r\nHello"),
-        case("leading removal after think end", on.clone(), "r</think>\n \na")
-            .reasoning("r")
-            .content(" \na"),
-        case("other whitespace before think end kept", on.clone(), "r \n\n</think>")
-            .reasoning("r "),
-        case("DSML ends reasoning with its newlines", on.clone(), format!("thinking...\n\n{one}"))
-            .reasoning("thinking...")
-            .calls(&[("f", "{\"a\": \"1\"}")]),
-        case("DSML in content with its newlines", off.clone(), format!("pre\n\n{one}"))
-            .content("pre")
-            .calls(&[("f", "{\"a\": \"1\"}")]),
-        case("stray DSML swallows the rest", off.clone(), format!("look at <{D} this"))
-            .content("look at "),
+        case(
+            "leading removal after think end",
+            on.clone(),
+            "r</think>\n \na",
+        )
+        .reasoning("r")
+        .content(" \na"),
+        case(
+            "other whitespace before think end kept",
+            on.clone(),
+            "r \n\n</think>",
+        )
+        .reasoning("r "),
+        case(
+            "DSML ends reasoning with its newlines",
+            on.clone(),
+            format!("thinking...\n\n{one}"),
+        )
+        .reasoning("thinking...")
+        .calls(&[("f", "{\"a\": \"1\"}")]),
+        case(
+            "DSML in content with its newlines",
+            off.clone(),
+            format!("pre\n\n{one}"),
+        )
+        .content("pre")
+        .calls(&[("f", "{\"a\": \"1\"}")]),
+        case(
+            "stray DSML swallows the rest",
+            off.clone(),
+            format!("look at <{D} this"),
+        )
+        .content("look at "),
         case(
             "DSML not parsed when tool calls are off",
-            ParsingOptions { parse_tool_calls: false, ..off.clone() },
+            ParsingOptions {
+                parse_tool_calls: false,
+                ..off.clone()
+            },
             format!("a\n<{D} calls>"),
         )
         .content("a\n<｜DSML｜ calls>"),
         case(
             "starts in the tool-call block",
-            ParsingOptions { starts_in_tool_calls: true, ..on.clone() },
+            ParsingOptions {
+                starts_in_tool_calls: true,
+                ..on.clone()
+            },
             format!("{}</{D} calls>", invoke("f", &[])),
         )
         .calls(&[("f", "{}")]),
@@ -240,10 +305,18 @@ fn tool_call_markup() {
 fn json_output_mode() {
     let off = json(options(false));
     check(vec![
-        case("fenced", off.clone(), "Here you go:\n```json\n{\"a\": 1}\n```\nThanks")
-            .content(" {\"a\": 1} "),
-        case("bare bracket keeps trailing prose", off.clone(), "text [1, 2] more")
-            .content(" [1, 2] more"),
+        case(
+            "fenced",
+            off.clone(),
+            "Here you go:\n```json\n{\"a\": 1}\n```\nThanks",
+        )
+        .content(" {\"a\": 1} "),
+        case(
+            "bare bracket keeps trailing prose",
+            off.clone(),
+            "text [1, 2] more",
+        )
+        .content(" [1, 2] more"),
         case("bare brace", off.clone(), "  {\"a\": 1} trailing").content(" {\"a\": 1} trailing"),
         case("no JSON at all", off.clone(), "no json at all").content(" "),
         case("leading newlines removed", off.clone(), "\n\n{}").content("{}"),
@@ -267,14 +340,27 @@ fn json_output_mode() {
 fn stop_sequences() {
     let off = options(false);
     check(vec![
-        case("first to complete wins", with_stops(off.clone(), &["xx", "x"]), "xx").stop("x"),
+        case(
+            "first to complete wins",
+            with_stops(off.clone(), &["xx", "x"]),
+            "xx",
+        )
+        .stop("x"),
         case("empty stop discarded", with_stops(off.clone(), &[""]), "ab").content("ab"),
-        case("not matched in reasoning", with_stops(options(true), &["r"]), "r</think>ar")
-            .reasoning("r")
-            .content("a")
-            .stop("r"),
-        case("newline stop before leading removal", with_stops(off.clone(), &["\n"]), "\nab")
-            .stop("\n"),
+        case(
+            "not matched in reasoning",
+            with_stops(options(true), &["r"]),
+            "r</think>ar",
+        )
+        .reasoning("r")
+        .content("a")
+        .stop("r"),
+        case(
+            "newline stop before leading removal",
+            with_stops(off.clone(), &["\n"]),
+            "\nab",
+        )
+        .stop("\n"),
         case(
             "think end as a stop in content",
             with_stops(off.clone(), &["</think>"]),
@@ -299,10 +385,16 @@ fn regressions() {
         format!("<{D} calls><{D} invoke name=\"f\">\n<{D} parameter name={name_and_attrs}>v</{D} parameter>\n</{D} invoke>")
     };
     let mut empty_end = options(true);
-    empty_end.special_tokens.set(SpecialToken::ThinkingEnd, String::new());
+    empty_end
+        .special_tokens
+        .set(SpecialToken::ThinkingEnd, String::new());
     let mut custom = options(true);
-    custom.special_tokens.set(SpecialToken::ThinkingEnd, "[/think]".to_owned());
-    custom.special_tokens.set(SpecialToken::Dsml, "|DSML|".to_owned());
+    custom
+        .special_tokens
+        .set(SpecialToken::ThinkingEnd, "[/think]".to_owned());
+    custom
+        .special_tokens
+        .set(SpecialToken::Dsml, "|DSML|".to_owned());
     check(vec![
         case("parameter name runs to the next space", off.clone(), param("\"k\"x\" string=\"true\""))
             .calls(&[("f", "{\"k\"x\": \"v\"}")]),
@@ -329,7 +421,12 @@ fn regressions() {
 }
 
 /// (name, options, pushed pieces, spelled events of each push and of `finish`)
-type GranularityRow = (&'static str, ParsingOptions, Vec<String>, Vec<Vec<&'static str>>);
+type GranularityRow = (
+    &'static str,
+    ParsingOptions,
+    Vec<String>,
+    Vec<Vec<&'static str>>,
+);
 
 /// Event timing per push, as the reference's protocol deltas show it.
 #[test]
@@ -342,7 +439,13 @@ fn push_granularity_regressions() {
             "held pieces come out as they arrived",
             with_stops(off.clone(), &["STOP"]),
             vec!["aS".into(), "bS".into(), "T".into(), "OP".into()],
-            vec![vec![], vec!["c:aS"], vec![], vec!["c:b", "stop:STOP"], vec![]],
+            vec![
+                vec![],
+                vec!["c:aS"],
+                vec![],
+                vec!["c:b", "stop:STOP"],
+                vec![],
+            ],
         ),
         (
             "a push's text is held whole",
@@ -375,7 +478,11 @@ fn push_granularity_regressions() {
         (
             "a quote from a marker begun in an earlier push does not wait",
             off.clone(),
-            vec![format!("{value_open}v</"), format!("{D}par"), "ameter>".into()],
+            vec![
+                format!("{value_open}v</"),
+                format!("{D}par"),
+                "ameter>".into(),
+            ],
             vec![
                 vec!["call0:f", "arg0:{", "arg0:\"a\"", "arg0:: ", "arg0:\""],
                 vec!["arg0:v", "arg0:\""],
@@ -386,13 +493,18 @@ fn push_granularity_regressions() {
         (
             "a call start waits for an invoke end starting right after it",
             off.clone(),
-            vec![format!("<{D}tool_calls><{D}invoke name=\"f\"</｜"), format!("DSML｜invoke>")],
+            vec![
+                format!("<{D}tool_calls><{D}invoke name=\"f\"</｜"),
+                format!("DSML｜invoke>"),
+            ],
             vec![vec![], vec!["call0:f", "arg0:{}", "end0"], vec![]],
         ),
     ];
     for (name, options, pieces, want) in table {
-        let got: Vec<Vec<String>> =
-            run_pushes(&options, &pieces).iter().map(|e| spell(e)).collect();
+        let got: Vec<Vec<String>> = run_pushes(&options, &pieces)
+            .iter()
+            .map(|e| spell(e))
+            .collect();
         assert_eq!(got, want, "{name}");
     }
 }
@@ -407,7 +519,10 @@ fn later_text_is_ignored_once_done() {
     parser.finish(&mut events);
     let mut outcome = Outcome::default();
     outcome.add(&events);
-    assert_eq!((outcome.content.as_str(), outcome.stop.as_deref()), ("a", Some("x")));
+    assert_eq!(
+        (outcome.content.as_str(), outcome.stop.as_deref()),
+        ("a", Some("x"))
+    );
 }
 
 /// Token input (behavior.md §10.7): special tokens are symbols, observed with the V4
@@ -417,14 +532,25 @@ fn token_input() {
     use deepseek_stream::Decoded::{Added, Special, Text};
     use deepseek_stream::{Decoded, Parser};
     let eos = SpecialToken::Eos;
-    type TokenRow =
-        (&'static str, ParsingOptions, Vec<Vec<Decoded<'static>>>, Vec<Vec<&'static str>>);
-    let no_tools = ParsingOptions { parse_tool_calls: false, ..options(true) };
+    type TokenRow = (
+        &'static str,
+        ParsingOptions,
+        Vec<Vec<Decoded<'static>>>,
+        Vec<Vec<&'static str>>,
+    );
+    let no_tools = ParsingOptions {
+        parse_tool_calls: false,
+        ..options(true)
+    };
     let table: Vec<TokenRow> = vec![
         (
             "the think-end token ends reasoning, with the newlines before it",
             options(true),
-            vec![vec![Text("r\n\n"), Special(SpecialToken::ThinkingEnd), Text("x")]],
+            vec![vec![
+                Text("r\n\n"),
+                Special(SpecialToken::ThinkingEnd),
+                Text("x"),
+            ]],
             vec![vec!["r:r", "c:x"], vec![]],
         ),
         (
@@ -459,8 +585,15 @@ fn token_input() {
         ),
         (
             "the DSML token is text when tool calls are off",
-            ParsingOptions { parse_tool_calls: false, ..options(false) },
-            vec![vec![Text("a<"), Special(SpecialToken::Dsml), Text(" calls>b")]],
+            ParsingOptions {
+                parse_tool_calls: false,
+                ..options(false)
+            },
+            vec![vec![
+                Text("a<"),
+                Special(SpecialToken::Dsml),
+                Text(" calls>b"),
+            ]],
             vec![vec!["c:a<", "c:｜DSML｜", "c: calls>b"], vec![]],
         ),
         (

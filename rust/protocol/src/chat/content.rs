@@ -54,17 +54,24 @@ impl ContentContext<'_> {
                     out.push_text(UNSUPPORTED_IMAGE_TEXT);
                     continue;
                 }
-                ContentPart::ImageUrl { image_url } => {
-                    (image_url.url, image_url.detail.map_or(ImageDetail::High, image_detail))
-                }
+                ContentPart::ImageUrl { image_url } => (
+                    image_url.url,
+                    image_url.detail.map_or(ImageDetail::High, image_detail),
+                ),
                 // A file part is an image given as `file_data`; its own checks come first.
-                ContentPart::File { file_id, file_data, .. } => {
+                ContentPart::File {
+                    file_id, file_data, ..
+                } => {
                     let file_data = match (file_id, file_data) {
-                        (Some(_), Some(_)) => return Err(at(&path, "file cannot have both file_id and file_data")),
+                        (Some(_), Some(_)) => {
+                            return Err(at(&path, "file cannot have both file_id and file_data"))
+                        }
                         (Some(_), None) => {
                             return Err(at(&path, FILE_ID_UNSUPPORTED));
                         }
-                        (None, None) => return Err(at(&path, "file must have a file_id or file_data")),
+                        (None, None) => {
+                            return Err(at(&path, "file must have a file_id or file_data"))
+                        }
                         (None, Some(file_data)) => file_data,
                     };
                     check_file_data(&file_data, &path)?;

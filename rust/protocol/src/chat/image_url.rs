@@ -11,10 +11,18 @@ const INVALID_FILE_DATA: &str = "file_data is not a valid base64 data url";
 
 /// An `image_url` part: anything starting with `http` (any case) is a URL source; otherwise
 /// it must be a base64 data URL of a supported image type. `path` prefixes every error.
-pub(crate) fn image_source(url: &str, detail: ImageDetail, path: &str) -> Result<ImageSource, ConversionError> {
+pub(crate) fn image_source(
+    url: &str,
+    detail: ImageDetail,
+    path: &str,
+) -> Result<ImageSource, ConversionError> {
     let kind = classify_image_url(url, UrlReading::Whatwg)
         .map_err(|what| ConversionError::new(format!("{path}: {what}")))?;
-    Ok(ImageSource { kind, detail, path: path.to_owned() })
+    Ok(ImageSource {
+        kind,
+        detail,
+        path: path.to_owned(),
+    })
 }
 
 /// A `file` part's `file_data` must be a data URL of a supported image type with a valid
@@ -40,7 +48,15 @@ mod tests {
     use crate::images::{INVALID_BASE64, UNSUPPORTED_FORMAT, UNSUPPORTED_IMAGE};
 
     fn classify(result: Result<ImageSource, ConversionError>) -> Result<&'static str, String> {
-        result.map(|s| if matches!(s.kind, ImageSourceKind::Url(_)) { "url" } else { "data" }).map_err(|e| e.message)
+        result
+            .map(|s| {
+                if matches!(s.kind, ImageSourceKind::Url(_)) {
+                    "url"
+                } else {
+                    "data"
+                }
+            })
+            .map_err(|e| e.message)
     }
 
     #[test]
@@ -66,7 +82,11 @@ mod tests {
         ];
         for (url, want) in cases {
             let want = want.map_err(|m| format!(".messages[0]: {m}"));
-            assert_eq!(classify(image_source(url, ImageDetail::High, ".messages[0]")), want, "{url}");
+            assert_eq!(
+                classify(image_source(url, ImageDetail::High, ".messages[0]")),
+                want,
+                "{url}"
+            );
         }
     }
 

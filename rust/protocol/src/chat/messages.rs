@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use deepseek_model::{ConversionError, Message, ToolCall};
 
 use super::content::{ContentContext, ImagePolicy};
-use super::wire::{ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content};
+use super::wire::{
+    ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content,
+};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 const ORPHAN_TOOL_MESSAGE: &str =
@@ -41,8 +43,15 @@ pub(crate) fn convert_messages(
                 let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
                 out.push(text.into_message(Message::user(String::new())));
             }
-            WireMessage::Assistant { content, reasoning_content, tool_calls, prefix, .. } => {
-                let message = convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?;
+            WireMessage::Assistant {
+                content,
+                reasoning_content,
+                tool_calls,
+                prefix,
+                ..
+            } => {
+                let message =
+                    convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?;
                 let calls = message.calls();
                 if !calls.is_empty() {
                     check_tool_results(calls, index, &tool_ids)?;
@@ -50,7 +59,10 @@ pub(crate) fn convert_messages(
                 }
                 out.push(message);
             }
-            WireMessage::Tool { content, tool_call_id } => {
+            WireMessage::Tool {
+                content,
+                tool_call_id,
+            } => {
                 if index >= answered_until {
                     return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
                 }
@@ -73,7 +85,9 @@ fn convert_assistant(
 ) -> Result<Message, ConversionError> {
     let has_content = content.is_some();
     let text = match content {
-        Some(content) => ctx.convert(content, index, ImagePolicy::Rejected)?.into_text(),
+        Some(content) => ctx
+            .convert(content, index, ImagePolicy::Rejected)?
+            .into_text(),
         None => String::new(),
     };
     if tool_calls.as_ref().is_some_and(Vec::is_empty) {
@@ -82,12 +96,18 @@ fn convert_assistant(
         )));
     }
     if !has_content && tool_calls.is_none() {
-        return Err(ConversionError::new("Invalid assistant message: content or tool_calls must be set"));
+        return Err(ConversionError::new(
+            "Invalid assistant message: content or tool_calls must be set",
+        ));
     }
     let tool_calls = tool_calls.map(|calls| {
         calls
             .into_iter()
-            .map(|c| ToolCall { id: c.id, name: c.function.name, arguments: c.function.arguments })
+            .map(|c| ToolCall {
+                id: c.id,
+                name: c.function.name,
+                arguments: c.function.arguments,
+            })
             .collect::<Vec<_>>()
     });
     if let Some(calls) = &tool_calls {
@@ -96,15 +116,28 @@ fn convert_assistant(
             return Err(duplicate_id(&dup.id, index));
         }
     }
-    Ok(Message::assistant(text, reasoning_content, tool_calls, prefix.unwrap_or(false)))
+    Ok(Message::assistant(
+        text,
+        reasoning_content,
+        tool_calls,
+        prefix.unwrap_or(false),
+    ))
 }
 
 /// The tool messages right after `index` answer its calls: each of the first `calls.len()`
 /// must name a distinct call, then there must be at least `calls.len()` of them.
-fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<String>]) -> Result<(), ConversionError> {
+fn check_tool_results(
+    calls: &[ToolCall],
+    index: usize,
+    tool_ids: &[Option<String>],
+) -> Result<(), ConversionError> {
     let mut seen = HashSet::new();
-    let results =
-        tool_ids.iter().enumerate().skip(index + 1).take(calls.len()).map_while(|(j, id)| Some((j, id.as_deref()?)));
+    let results = tool_ids
+        .iter()
+        .enumerate()
+        .skip(index + 1)
+        .take(calls.len())
+        .map_while(|(j, id)| Some((j, id.as_deref()?)));
     let mut answered = 0;
     for (j, id) in results {
         if !seen.insert(id) {
@@ -124,5 +157,7 @@ fn check_tool_results(calls: &[ToolCall], index: usize, tool_ids: &[Option<Strin
 }
 
 fn duplicate_id(id: &str, index: usize) -> ConversionError {
-    ConversionError::new(format!("Duplicate value for 'tool_call_id' of {id} in message[{index}]"))
+    ConversionError::new(format!(
+        "Duplicate value for 'tool_call_id' of {id} in message[{index}]"
+    ))
 }

@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 
 use super::ChatCompletionRequest;
 
-fn convert(body: Value, options: &ConversionOptions) -> Result<deepseek_model::ConversationRequest, String> {
+fn convert(
+    body: Value,
+    options: &ConversionOptions,
+) -> Result<deepseek_model::ConversationRequest, String> {
     let request = ChatCompletionRequest::from_value(body).map_err(|e| e.to_string())?;
     request.convert(options).map_err(|e| e.message)
 }
@@ -32,7 +35,12 @@ fn tool(name: &str, parameters: Value) -> Value {
 }
 
 /// `(name, body, options, Ok(()) or Err(message))`.
-type Case = (&'static str, Value, ConversionOptions, Result<(), &'static str>);
+type Case = (
+    &'static str,
+    Value,
+    ConversionOptions,
+    Result<(), &'static str>,
+);
 
 fn cases() -> Vec<Case> {
     let default = ConversionOptions::default();
@@ -135,7 +143,11 @@ fn cases() -> Vec<Case> {
 fn regressions() {
     for (name, body, options, want) in cases() {
         let got = convert(body, &options);
-        assert_eq!(got.as_ref().map(|_| ()).map_err(String::as_str), want, "{name}");
+        assert_eq!(
+            got.as_ref().map(|_| ()).map_err(String::as_str),
+            want,
+            "{name}"
+        );
     }
 }
 

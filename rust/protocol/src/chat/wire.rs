@@ -64,7 +64,9 @@ impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(s) => Ok(Stop::One(s)),
-            list @ Value::Array(_) => serde_json::from_value(list).map(Stop::List).map_err(de::Error::custom),
+            list @ Value::Array(_) => serde_json::from_value(list)
+                .map(Stop::List)
+                .map_err(de::Error::custom),
             _ => Err(de::Error::custom("expected a string or a list")),
         }
     }
@@ -111,7 +113,9 @@ impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(s) => Ok(Content::Text(s)),
-            list @ Value::Array(_) => serde_json::from_value(list).map(Content::Parts).map_err(de::Error::custom),
+            list @ Value::Array(_) => serde_json::from_value(list)
+                .map(Content::Parts)
+                .map_err(de::Error::custom),
             _ => Err(de::Error::custom("content should be a string or a list")),
         }
     }
@@ -217,11 +221,12 @@ impl<'de> Deserialize<'de> for ChatCompletionToolChoice {
                 let Some(kind) = map.remove("type") else {
                     return Err(de::Error::custom(EXPECTED));
                 };
-                let _: FunctionType =
-                    serde_json::from_value(kind).map_err(|e| de::Error::custom(format!("field `type`: {e}")))?;
+                let _: FunctionType = serde_json::from_value(kind)
+                    .map_err(|e| de::Error::custom(format!("field `type`: {e}")))?;
                 let function = map.remove("function").unwrap_or(Value::Null);
-                let function: ChatCompletionToolChoiceFunction = serde_json::from_value(function)
-                    .map_err(|e| de::Error::custom(format!("field `function`: {e}")))?;
+                let function: ChatCompletionToolChoiceFunction =
+                    serde_json::from_value(function)
+                        .map_err(|e| de::Error::custom(format!("field `function`: {e}")))?;
                 Ok(ChatCompletionToolChoice::Function(function.name))
             }
             _ => Err(de::Error::custom(EXPECTED)),
@@ -233,8 +238,12 @@ impl<'de> Deserialize<'de> for ChatCompletionToolChoice {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum ChatCompletionResponseFormat {
     JsonObject,
-    JsonSchema { json_schema: ChatCompletionResponseFormatJsonSchema },
-    Regex { regex: String },
+    JsonSchema {
+        json_schema: ChatCompletionResponseFormatJsonSchema,
+    },
+    Regex {
+        regex: String,
+    },
     Text,
 }
 

@@ -32,7 +32,9 @@ pub(crate) fn image_source(
             ImageSourceKind::Url(url.clone())
         }
         MessagesImageSource::File { .. } => {
-            return Err(ConversionError::new(format!("{error_path}: {FILE_ID_UNSUPPORTED}")))
+            return Err(ConversionError::new(format!(
+                "{error_path}: {FILE_ID_UNSUPPORTED}"
+            )))
         }
     };
     Ok(ImageSource {

@@ -30,7 +30,9 @@ impl MessagesUsage {
     /// Input tokens are the prompt minus its cache hits (saturating, behavior.md §10.8).
     pub fn new(prompt: PromptUsage, output_tokens: u64) -> Self {
         Self {
-            input_tokens: prompt.prompt_tokens.saturating_sub(prompt.prompt_cache_hit_tokens),
+            input_tokens: prompt
+                .prompt_tokens
+                .saturating_sub(prompt.prompt_cache_hit_tokens),
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: prompt.prompt_cache_hit_tokens,
             output_tokens,
@@ -67,9 +69,18 @@ impl StopReason {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
-    Thinking { thinking: String, signature: String },
-    Text { text: String },
-    ToolUse { id: String, name: String, input: Value },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
 }
 
 /// The `delta` of a `content_block_delta` event.
@@ -123,12 +134,25 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MessagesStreamEvent {
-    MessageStart { message: Message },
-    ContentBlockStart { index: usize, content_block: ContentBlock },
+    MessageStart {
+        message: Message,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: ContentBlock,
+    },
     Ping,
-    ContentBlockDelta { index: usize, delta: BlockDelta },
-    ContentBlockStop { index: usize },
-    MessageDelta { delta: MessageStopInfo, usage: MessagesUsage },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        delta: MessageStopInfo,
+        usage: MessagesUsage,
+    },
     MessageStop,
 }
 
@@ -192,7 +216,11 @@ impl MessagesEmitter {
     }
 
     /// An emitter for a converted Messages request (its resolved thinking mode).
-    pub fn for_request(request: &ConversationRequest, id: impl Into<String>, model: impl Into<String>) -> Self {
+    pub fn for_request(
+        request: &ConversationRequest,
+        id: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
         Self::new(id, model, request.conversation.thinking_mode)
     }
 
@@ -208,12 +236,20 @@ impl MessagesEmitter {
         self
     }
 
-    fn open_block(&mut self, kind: OpenKind, content_block: ContentBlock, out: &mut Vec<MessagesStreamEvent>) -> usize {
+    fn open_block(
+        &mut self,
+        kind: OpenKind,
+        content_block: ContentBlock,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) -> usize {
         self.close_block(out);
         let index = self.next_index;
         self.next_index += 1;
         self.open = Some((kind, index));
-        out.push(MessagesStreamEvent::ContentBlockStart { index, content_block });
+        out.push(MessagesStreamEvent::ContentBlockStart {
+            index,
+            content_block,
+        });
         if !self.pinged {
             self.pinged = true;
             out.push(MessagesStreamEvent::Ping);
@@ -227,7 +263,10 @@ impl MessagesEmitter {
         };
         if kind == OpenKind::Thinking {
             let signature = self.signature.as_ref().unwrap_or(&self.id).clone();
-            out.push(MessagesStreamEvent::ContentBlockDelta { index, delta: BlockDelta::SignatureDelta { signature } });
+            out.push(MessagesStreamEvent::ContentBlockDelta {
+                index,
+                delta: BlockDelta::SignatureDelta { signature },
+            });
         }
         out.push(MessagesStreamEvent::ContentBlockStop { index });
     }
@@ -236,10 +275,19 @@ impl MessagesEmitter {
     /// the open block) unless a block of that kind is open.
     fn text_block(&mut self, segment: Segment, out: &mut Vec<MessagesStreamEvent>) -> usize {
         let (kind, block) = match segment {
-            Segment::Reasoning => {
-                (OpenKind::Thinking, ContentBlock::Thinking { thinking: String::new(), signature: String::new() })
-            }
-            Segment::Content => (OpenKind::Text, ContentBlock::Text { text: String::new() }),
+            Segment::Reasoning => (
+                OpenKind::Thinking,
+                ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: String::new(),
+                },
+            ),
+            Segment::Content => (
+                OpenKind::Text,
+                ContentBlock::Text {
+                    text: String::new(),
+                },
+            ),
         };
         match self.open {
             Some((open, index)) if open == kind => index,
@@ -251,39 +299,78 @@ impl MessagesEmitter {
 impl Emitter for MessagesEmitter {
     type Event = MessagesStreamEvent;
 
-    fn start(&mut self, prompt: PromptUsage, _system_fingerprint: Option<&str>, out: &mut Vec<MessagesStreamEvent>) {
-        let message = Message::new(self.id.clone(), self.model.clone(), MessagesUsage::new(prompt, 0));
+    fn start(
+        &mut self,
+        prompt: PromptUsage,
+        _system_fingerprint: Option<&str>,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) {
+        let message = Message::new(
+            self.id.clone(),
+            self.model.clone(),
+            MessagesUsage::new(prompt, 0),
+        );
         out.push(MessagesStreamEvent::MessageStart { message });
         if self.thinking_mode {
             self.text_block(Segment::Reasoning, out);
         }
     }
 
-    fn text(&mut self, segment: Segment, text: &str, _logprobs: Option<&[TokenLogprob]>, out: &mut Vec<MessagesStreamEvent>) {
+    fn text(
+        &mut self,
+        segment: Segment,
+        text: &str,
+        _logprobs: Option<&[TokenLogprob]>,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) {
         if text.is_empty() {
             return;
         }
         let index = self.text_block(segment, out);
         let delta = match segment {
-            Segment::Reasoning => BlockDelta::ThinkingDelta { thinking: text.to_owned() },
-            Segment::Content => BlockDelta::TextDelta { text: text.to_owned() },
+            Segment::Reasoning => BlockDelta::ThinkingDelta {
+                thinking: text.to_owned(),
+            },
+            Segment::Content => BlockDelta::TextDelta {
+                text: text.to_owned(),
+            },
         };
         out.push(MessagesStreamEvent::ContentBlockDelta { index, delta });
     }
 
-    fn tool_call_start(&mut self, index: usize, id: &str, name: &str, out: &mut Vec<MessagesStreamEvent>) {
-        let block = ContentBlock::ToolUse { id: id.to_owned(), name: name.to_owned(), input: Value::Object(Map::new()) };
+    fn tool_call_start(
+        &mut self,
+        index: usize,
+        id: &str,
+        name: &str,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) {
+        let block = ContentBlock::ToolUse {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input: Value::Object(Map::new()),
+        };
         self.open_block(OpenKind::ToolUse(index), block, out);
     }
 
-    fn tool_call_arguments(&mut self, index: usize, fragment: &str, out: &mut Vec<MessagesStreamEvent>) {
+    fn tool_call_arguments(
+        &mut self,
+        index: usize,
+        fragment: &str,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) {
         if fragment.is_empty() {
             return;
         }
         if let Some((OpenKind::ToolUse(call), block)) = self.open {
             if call == index {
-                let delta = BlockDelta::InputJsonDelta { partial_json: fragment.to_owned() };
-                out.push(MessagesStreamEvent::ContentBlockDelta { index: block, delta });
+                let delta = BlockDelta::InputJsonDelta {
+                    partial_json: fragment.to_owned(),
+                };
+                out.push(MessagesStreamEvent::ContentBlockDelta {
+                    index: block,
+                    delta,
+                });
             }
         }
     }
@@ -292,11 +379,20 @@ impl Emitter for MessagesEmitter {
         // Closed lazily, with the next block or at the end.
     }
 
-    fn finish(&mut self, completion: &Completion, tool_calls: bool, usage: &Usage, out: &mut Vec<MessagesStreamEvent>) {
+    fn finish(
+        &mut self,
+        completion: &Completion,
+        tool_calls: bool,
+        usage: &Usage,
+        out: &mut Vec<MessagesStreamEvent>,
+    ) {
         self.close_block(out);
         let (stop_reason, stop_sequence) = StopReason::of(completion, tool_calls);
         out.push(MessagesStreamEvent::MessageDelta {
-            delta: MessageStopInfo { stop_reason, stop_sequence },
+            delta: MessageStopInfo {
+                stop_reason,
+                stop_sequence,
+            },
             usage: MessagesUsage::new(usage.prompt, usage.completion_tokens),
         });
         out.push(MessagesStreamEvent::MessageStop);
@@ -321,7 +417,10 @@ pub struct MessagesResponse {
 impl MessagesResponse {
     /// The message before any event: the constructor's ID, model and prompt usage.
     pub fn new(id: impl Into<String>, model: impl Into<String>, prompt: PromptUsage) -> Self {
-        Self { message: Message::new(id.into(), model.into(), MessagesUsage::new(prompt, 0)), blocks: Vec::new() }
+        Self {
+            message: Message::new(id.into(), model.into(), MessagesUsage::new(prompt, 0)),
+            blocks: Vec::new(),
+        }
     }
 
     /// Apply one event. Events for blocks that never started are ignored.
@@ -332,8 +431,15 @@ impl MessagesResponse {
                 self.message.model = message.model;
                 self.message.usage = message.usage;
             }
-            MessagesStreamEvent::ContentBlockStart { index, content_block } => {
-                self.blocks.push(Accumulated { index, block: content_block, partial_json: String::new() });
+            MessagesStreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                self.blocks.push(Accumulated {
+                    index,
+                    block: content_block,
+                    partial_json: String::new(),
+                });
             }
             MessagesStreamEvent::ContentBlockDelta { index, delta } => {
                 if let Some(block) = self.block_mut(index) {
@@ -341,8 +447,14 @@ impl MessagesResponse {
                 }
             }
             MessagesStreamEvent::ContentBlockStop { index } => {
-                if let Some(Accumulated { block: ContentBlock::ToolUse { input, .. }, partial_json, .. }) = self.block_mut(index) {
-                    *input = serde_json::from_str(partial_json).unwrap_or_else(|_| Value::Object(Map::new()));
+                if let Some(Accumulated {
+                    block: ContentBlock::ToolUse { input, .. },
+                    partial_json,
+                    ..
+                }) = self.block_mut(index)
+                {
+                    *input = serde_json::from_str(partial_json)
+                        .unwrap_or_else(|_| Value::Object(Map::new()));
                 }
             }
             MessagesStreamEvent::MessageDelta { delta, usage } => {
@@ -373,10 +485,20 @@ impl MessagesResponse {
 
 fn apply_delta(acc: &mut Accumulated, delta: BlockDelta) {
     match (&mut acc.block, delta) {
-        (ContentBlock::Thinking { thinking, .. }, BlockDelta::ThinkingDelta { thinking: piece }) => thinking.push_str(&piece),
-        (ContentBlock::Thinking { signature, .. }, BlockDelta::SignatureDelta { signature: piece }) => signature.push_str(&piece),
-        (ContentBlock::Text { text }, BlockDelta::TextDelta { text: piece }) => text.push_str(&piece),
-        (ContentBlock::ToolUse { .. }, BlockDelta::InputJsonDelta { partial_json }) => acc.partial_json.push_str(&partial_json),
+        (
+            ContentBlock::Thinking { thinking, .. },
+            BlockDelta::ThinkingDelta { thinking: piece },
+        ) => thinking.push_str(&piece),
+        (
+            ContentBlock::Thinking { signature, .. },
+            BlockDelta::SignatureDelta { signature: piece },
+        ) => signature.push_str(&piece),
+        (ContentBlock::Text { text }, BlockDelta::TextDelta { text: piece }) => {
+            text.push_str(&piece)
+        }
+        (ContentBlock::ToolUse { .. }, BlockDelta::InputJsonDelta { partial_json }) => {
+            acc.partial_json.push_str(&partial_json)
+        }
         _ => {}
     }
 }

@@ -13,7 +13,7 @@ mod settings;
 pub use accumulate::ResponsesResponse;
 pub use emitter::{NamespaceTools, RequestReply, ResponsesEmitter, ResponsesGenerator};
 pub use events::{
-    ContentPart, IncompleteDetails, IncompleteReason, Logprob, OutputItem, Phase, ResponseObject, ResponseUsage,
-    ResponsesStreamEvent, Status,
+    ContentPart, IncompleteDetails, IncompleteReason, Logprob, OutputItem, Phase, ResponseObject,
+    ResponseUsage, ResponsesStreamEvent, Status,
 };
 pub use settings::{declares_custom_apply_patch, ReportedSettings};

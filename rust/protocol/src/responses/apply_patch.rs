@@ -80,8 +80,11 @@ const PARAMETERS: &str = r#"{"type":"object","additionalProperties":false,"prope
 
 /// The tool definition for `version`.
 pub fn definition(version: ModelVersion) -> ToolDefinition {
-    let description =
-        if version.is_v41() { DESCRIPTION.to_owned() } else { DESCRIPTION.replacen("envelope:\n\n", "envelope:\n", 1) };
+    let description = if version.is_v41() {
+        DESCRIPTION.to_owned()
+    } else {
+        DESCRIPTION.replacen("envelope:\n\n", "envelope:\n", 1)
+    };
     ToolDefinition {
         name: NAME.to_owned(),
         description: Some(description),

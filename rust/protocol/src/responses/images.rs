@@ -30,14 +30,23 @@ impl PartLocation<'_> {
 /// The first check on an `input_image` part (V4.1): it must name an image URL; a file id
 /// or nothing is refused. The reference runs it over all parts of a content list before
 /// looking at any URL.
-pub fn check_present(part: &wire::ResponsesInputImage, at: &PartLocation<'_>) -> Result<(), ConversionError> {
+pub fn check_present(
+    part: &wire::ResponsesInputImage,
+    at: &PartLocation<'_>,
+) -> Result<(), ConversionError> {
     if present(&part.image_url).is_some() {
         return Ok(());
     }
     if present(&part.file_id).is_some() {
-        return Err(ConversionError::new(format!("{}: {FILE_ID_UNSUPPORTED}", at.part_path())));
+        return Err(ConversionError::new(format!(
+            "{}: {FILE_ID_UNSUPPORTED}",
+            at.part_path()
+        )));
     }
-    Err(ConversionError::new(format!("{}: input_image must have image_url or file_id", at.part_path())))
+    Err(ConversionError::new(format!(
+        "{}: input_image must have image_url or file_id",
+        at.part_path()
+    )))
 }
 
 fn present(s: &Option<String>) -> Option<&str> {
@@ -45,7 +54,10 @@ fn present(s: &Option<String>) -> Option<&str> {
 }
 
 /// The image source of an `input_image` part (V4.1 rules).
-pub fn image_source(part: &wire::ResponsesInputImage, at: &PartLocation<'_>) -> Result<ImageSource, ConversionError> {
+pub fn image_source(
+    part: &wire::ResponsesInputImage,
+    at: &PartLocation<'_>,
+) -> Result<ImageSource, ConversionError> {
     check_present(part, at)?;
     let url = present(&part.image_url).unwrap_or_default();
     let detail = match part.detail {
@@ -56,5 +68,9 @@ pub fn image_source(part: &wire::ResponsesInputImage, at: &PartLocation<'_>) -> 
     };
     let kind = classify_image_url(url, UrlReading::Literal)
         .map_err(|m| ConversionError::new(format!("{}: {m}", at.item_path())))?;
-    Ok(ImageSource { kind, detail, path: at.item_path() })
+    Ok(ImageSource {
+        kind,
+        detail,
+        path: at.item_path(),
+    })
 }

@@ -21,7 +21,9 @@ use serde_json::{Map, Value};
 
 use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT};
 use super::tool_defs::{self, Pending};
-use super::wire::{self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem};
+use super::wire::{
+    self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem,
+};
 use crate::images::UNSUPPORTED_IMAGE_TEXT;
 use crate::placeholder_text::PlaceholderText;
 
@@ -45,15 +47,24 @@ pub fn convert_input(
     let instructions = instructions.filter(|s| !s.is_empty());
     let Some(input) = input else {
         return match instructions {
-            Some(text) => Ok(ConvertedInput { messages: vec![Message::system(text)], loaded_tools: Vec::new() }),
-            None => Err(ConversionError::new("Either input or instructions must be provided")),
+            Some(text) => Ok(ConvertedInput {
+                messages: vec![Message::system(text)],
+                loaded_tools: Vec::new(),
+            }),
+            None => Err(ConversionError::new(
+                "Either input or instructions must be provided",
+            )),
         };
     };
     let items = match input {
         Input::Text(text) => {
-            let mut messages: Vec<Message> = instructions.into_iter().map(Message::system).collect();
+            let mut messages: Vec<Message> =
+                instructions.into_iter().map(Message::system).collect();
             messages.push(Message::user(text));
-            return Ok(ConvertedInput { messages, loaded_tools: Vec::new() });
+            return Ok(ConvertedInput {
+                messages,
+                loaded_tools: Vec::new(),
+            });
         }
         Input::Items(items) if items.is_empty() => {
             return Err(ConversionError::new("Input items array must not be empty"));
@@ -62,7 +73,10 @@ pub fn convert_input(
     };
     let mut builder = Builder::new(version, image_token, web_search);
     builder.tool_names = tool_names;
-    builder.out.messages.extend(instructions.map(Message::system));
+    builder
+        .out
+        .messages
+        .extend(instructions.map(Message::system));
     for (index, item) in items.iter().enumerate() {
         builder.item(index, item)?;
     }
@@ -111,7 +125,9 @@ fn empty_call_id(index: usize) -> ConversionError {
 }
 
 fn assistant_image(index: usize) -> ConversionError {
-    ConversionError::new(format!("input[{index}]: Image in assistant message is unsupported"))
+    ConversionError::new(format!(
+        "input[{index}]: Image in assistant message is unsupported"
+    ))
 }
 
 impl<'a> Builder<'a> {
@@ -137,14 +153,16 @@ impl<'a> Builder<'a> {
             TypedItem::Message(message) => self.message(index, message),
             TypedItem::Reasoning(reasoning) => {
                 let texts = reasoning.content.as_deref().unwrap_or_default();
-                let joined = texts.iter().map(|t| t.text.as_str()).collect::<Vec<_>>().join("\n");
+                let joined = texts
+                    .iter()
+                    .map(|t| t.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 // Reasoning with text starts a new turn after a text or a call; without text
                 // it only ends a turn that made calls, like an empty assistant text.
-                if self
-                    .turn
-                    .as_ref()
-                    .is_some_and(|t| !t.calls.is_empty() || (!joined.is_empty() && !t.texts.is_empty()))
-                {
+                if self.turn.as_ref().is_some_and(|t| {
+                    !t.calls.is_empty() || (!joined.is_empty() && !t.texts.is_empty())
+                }) {
                     self.close_turn()?;
                 }
                 // Reasoning without text counts as none.
@@ -156,16 +174,32 @@ impl<'a> Builder<'a> {
             }
             TypedItem::FunctionCall(call) => {
                 let name = match &call.namespace {
-                    Some(namespace) => tool_defs::namespaced_name(namespace, &call.name, self.version),
+                    Some(namespace) => {
+                        tool_defs::namespaced_name(namespace, &call.name, self.version)
+                    }
                     None => call.name.clone(),
                 };
-                self.call(index, ToolCall { id: call.call_id.clone(), name, arguments: call.arguments.clone() })
+                self.call(
+                    index,
+                    ToolCall {
+                        id: call.call_id.clone(),
+                        name,
+                        arguments: call.arguments.clone(),
+                    },
+                )
             }
             TypedItem::CustomToolCall(call) => {
                 let mut object = Map::new();
                 object.insert("input".to_owned(), Value::String(call.input.clone()));
                 let arguments = Value::Object(object).to_string();
-                self.call(index, ToolCall { id: call.call_id.clone(), name: call.name.clone(), arguments })
+                self.call(
+                    index,
+                    ToolCall {
+                        id: call.call_id.clone(),
+                        name: call.name.clone(),
+                        arguments,
+                    },
+                )
             }
             TypedItem::FunctionCallOutput(output) => {
                 let message = self.output_message(index, &output.output)?;
@@ -174,16 +208,26 @@ impl<'a> Builder<'a> {
             TypedItem::CustomToolCallOutput(output) => {
                 let position = self.answer(index, &output.call_id)?;
                 let empty = ToolOutput::Text(String::new());
-                let mut message = self.output_message(index, output.output.as_ref().unwrap_or(&empty))?;
+                let mut message =
+                    self.output_message(index, output.output.as_ref().unwrap_or(&empty))?;
                 message.tool_call_id = Some(output.call_id.clone());
                 self.record_output(position, vec![message]);
                 Ok(())
             }
             TypedItem::ToolSearchCall(call) if self.version.is_v41() => {
                 let arguments = Value::Object(call.arguments.clone()).to_string();
-                self.call(index, ToolCall { id: call.call_id.clone(), name: "tool_search".to_owned(), arguments })
+                self.call(
+                    index,
+                    ToolCall {
+                        id: call.call_id.clone(),
+                        name: "tool_search".to_owned(),
+                        arguments,
+                    },
+                )
             }
-            TypedItem::ToolSearchOutput(output) if self.version.is_v41() => self.tool_search_output(index, output),
+            TypedItem::ToolSearchOutput(output) if self.version.is_v41() => {
+                self.tool_search_output(index, output)
+            }
             // A server-side search ends a turn that made calls, like an assistant text would.
             TypedItem::WebSearchCall {} => {
                 if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
@@ -192,11 +236,17 @@ impl<'a> Builder<'a> {
                 Ok(())
             }
             // V4 drops tool search items, and unknown items are ignored: neither ends a turn.
-            TypedItem::ToolSearchCall(_) | TypedItem::ToolSearchOutput(_) | TypedItem::Other => Ok(()),
+            TypedItem::ToolSearchCall(_) | TypedItem::ToolSearchOutput(_) | TypedItem::Other => {
+                Ok(())
+            }
         }
     }
 
-    fn message(&mut self, index: usize, message: &wire::MessageItem) -> Result<(), ConversionError> {
+    fn message(
+        &mut self,
+        index: usize,
+        message: &wire::MessageItem,
+    ) -> Result<(), ConversionError> {
         if message.role == Role::Assistant {
             self.open_text_turn()?;
             let text = self.assistant_text(index, &message.content)?;
@@ -215,7 +265,11 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn content(&self, index: usize, content: &MessageContent) -> Result<PlaceholderText, ConversionError> {
+    fn content(
+        &self,
+        index: usize,
+        content: &MessageContent,
+    ) -> Result<PlaceholderText, ConversionError> {
         let mut out = PlaceholderText::default();
         match content {
             MessageContent::Text(text) => out.push_text(text),
@@ -223,16 +277,29 @@ impl<'a> Builder<'a> {
                 if self.version.is_v41() {
                     for (part, block) in blocks.iter().enumerate() {
                         if let ContentBlock::InputImage(image) = block {
-                            images::check_present(image, &PartLocation { item: index, container: "content", part })?;
+                            images::check_present(
+                                image,
+                                &PartLocation {
+                                    item: index,
+                                    container: "content",
+                                    part,
+                                },
+                            )?;
                         }
                     }
                 }
                 for (part, block) in blocks.iter().enumerate() {
                     match block {
-                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => out.push_text(text),
+                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => {
+                            out.push_text(text)
+                        }
                         ContentBlock::InputFile {} => out.push_text(UNSUPPORTED_DOCUMENT),
                         ContentBlock::InputImage(image) => {
-                            let at = PartLocation { item: index, container: "content", part };
+                            let at = PartLocation {
+                                item: index,
+                                container: "content",
+                                part,
+                            };
                             self.push_image(&mut out, image, &at)?;
                         }
                     }
@@ -256,7 +323,11 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn assistant_text(&self, index: usize, content: &MessageContent) -> Result<String, ConversionError> {
+    fn assistant_text(
+        &self,
+        index: usize,
+        content: &MessageContent,
+    ) -> Result<String, ConversionError> {
         match content {
             MessageContent::Text(text) => Ok(text.clone()),
             MessageContent::Blocks(blocks) => {
@@ -266,11 +337,22 @@ impl<'a> Builder<'a> {
                 let mut parts = Vec::with_capacity(blocks.len());
                 for (part, block) in blocks.iter().enumerate() {
                     parts.push(match block {
-                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => text.clone(),
+                        ContentBlock::InputText { text } | ContentBlock::OutputText { text } => {
+                            text.clone()
+                        }
                         ContentBlock::InputFile {} => UNSUPPORTED_DOCUMENT.to_owned(),
-                        ContentBlock::InputImage(_) if !self.version.is_v41() => UNSUPPORTED_IMAGE_TEXT.to_owned(),
+                        ContentBlock::InputImage(_) if !self.version.is_v41() => {
+                            UNSUPPORTED_IMAGE_TEXT.to_owned()
+                        }
                         ContentBlock::InputImage(image) => {
-                            images::check_present(image, &PartLocation { item: index, container: "content", part })?;
+                            images::check_present(
+                                image,
+                                &PartLocation {
+                                    item: index,
+                                    container: "content",
+                                    part,
+                                },
+                            )?;
                             has_image = true;
                             String::new()
                         }
@@ -284,7 +366,11 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn output_message(&self, index: usize, output: &ToolOutput) -> Result<Message, ConversionError> {
+    fn output_message(
+        &self,
+        index: usize,
+        output: &ToolOutput,
+    ) -> Result<Message, ConversionError> {
         let mut out = PlaceholderText::default();
         match output {
             ToolOutput::Text(text) => out.push_text(text),
@@ -292,7 +378,14 @@ impl<'a> Builder<'a> {
                 if self.version.is_v41() {
                     for (part, block) in parts.iter().enumerate() {
                         if let OutputPart::InputImage(image) = block {
-                            images::check_present(image, &PartLocation { item: index, container: "output", part })?;
+                            images::check_present(
+                                image,
+                                &PartLocation {
+                                    item: index,
+                                    container: "output",
+                                    part,
+                                },
+                            )?;
                         }
                     }
                 }
@@ -301,7 +394,11 @@ impl<'a> Builder<'a> {
                         OutputPart::InputText { text } => out.push_text(text),
                         OutputPart::InputFile {} => out.push_text(UNSUPPORTED_DOCUMENT),
                         OutputPart::InputImage(image) => {
-                            let at = PartLocation { item: index, container: "output", part };
+                            let at = PartLocation {
+                                item: index,
+                                container: "output",
+                                part,
+                            };
                             self.push_image(&mut out, image, &at)?;
                         }
                     }
@@ -329,10 +426,15 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn tool_search_output(&mut self, index: usize, output: &wire::ToolSearchOutputItem) -> Result<(), ConversionError> {
+    fn tool_search_output(
+        &mut self,
+        index: usize,
+        output: &wire::ToolSearchOutputItem,
+    ) -> Result<(), ConversionError> {
         let position = self.answer(index, &output.call_id)?;
         let path = format!("input[{index}].");
-        let pending = tool_defs::check_declared(&output.tools, self.version, self.web_search, &path)?;
+        let pending =
+            tool_defs::check_declared(&output.tools, self.version, self.web_search, &path)?;
         let content = tool_defs::loaded_listing(&output.tools, index)?;
         let mut tools: Vec<Pending> = pending.into_iter().map(Pending::deferred).collect();
         for tool in &mut tools {
@@ -363,9 +465,16 @@ impl<'a> Builder<'a> {
             return Err(empty_call_id(index));
         }
         if !self.call_ids.insert(call.id.clone()) {
-            return Err(ConversionError::new(format!("Duplicate 'call_id': {}.", call.id)));
+            return Err(ConversionError::new(format!(
+                "Duplicate 'call_id': {}.",
+                call.id
+            )));
         }
-        if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty() && t.all_answered()) {
+        if self
+            .turn
+            .as_ref()
+            .is_some_and(|t| !t.calls.is_empty() && t.all_answered())
+        {
             self.close_turn()?;
         }
         let turn = self.turn.get_or_insert_with(Turn::default);
@@ -383,14 +492,18 @@ impl<'a> Builder<'a> {
             return Err(empty_call_id(index));
         }
         if self.answered_ids.contains(id) {
-            return Err(ConversionError::new(format!("Duplicate tool output for call_id: {id}.")));
+            return Err(ConversionError::new(format!(
+                "Duplicate tool output for call_id: {id}."
+            )));
         }
         let found = self.turn.as_mut().and_then(|t| {
             let position = *t.positions.get(id)?;
             Some((t, position))
         });
         let Some((turn, position)) = found else {
-            return Err(ConversionError::new(format!("No tool call found for tool output with call_id {id}.")));
+            return Err(ConversionError::new(format!(
+                "No tool call found for tool output with call_id {id}."
+            )));
         };
         if let Some(answered) = turn.answered.get_mut(position).filter(|a| !**a) {
             *answered = true;
@@ -417,15 +530,40 @@ impl<'a> Builder<'a> {
         }
         // The reference names one unanswered call, picked from a hash set; the last one is
         // what it names most often.
-        if let Some((call, _)) = turn.calls.iter().zip(&turn.answered).rev().find(|(_, answered)| !**answered) {
-            return Err(ConversionError::new(format!("No tool output found for tool call {}.", call.id)));
+        if let Some((call, _)) = turn
+            .calls
+            .iter()
+            .zip(&turn.answered)
+            .rev()
+            .find(|(_, answered)| !**answered)
+        {
+            return Err(ConversionError::new(format!(
+                "No tool output found for tool call {}.",
+                call.id
+            )));
         }
         let calls = &turn.calls;
-        turn.outputs.sort_by(|(a, _), (b, _)| calls.get(*a).map(|c| &c.id).cmp(&calls.get(*b).map(|c| &c.id)));
+        turn.outputs.sort_by(|(a, _), (b, _)| {
+            calls
+                .get(*a)
+                .map(|c| &c.id)
+                .cmp(&calls.get(*b).map(|c| &c.id))
+        });
         turn.calls.sort_by(|a, b| a.id.cmp(&b.id));
-        let calls = if turn.calls.is_empty() { None } else { Some(turn.calls) };
-        self.out.messages.push(Message::assistant(turn.texts.join("\n\n"), reasoning, calls, false));
-        self.out.messages.extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
+        let calls = if turn.calls.is_empty() {
+            None
+        } else {
+            Some(turn.calls)
+        };
+        self.out.messages.push(Message::assistant(
+            turn.texts.join("\n\n"),
+            reasoning,
+            calls,
+            false,
+        ));
+        self.out
+            .messages
+            .extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
         Ok(())
     }
 }
@@ -458,9 +596,16 @@ mod tests {
 
     fn run(version: ModelVersion, items: Value) -> Result<Vec<String>, String> {
         let input: Input = serde_json::from_value(items).unwrap();
-        convert_input(None, Some(input), version, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new())
-            .map(|c| c.messages.iter().map(describe).collect())
-            .map_err(|e| e.message)
+        convert_input(
+            None,
+            Some(input),
+            version,
+            "<｜image｜>",
+            WebSearchBehavior::Drop,
+            HashSet::new(),
+        )
+        .map(|c| c.messages.iter().map(describe).collect())
+        .map_err(|e| e.message)
     }
 
     fn fc(id: &str) -> Value {
@@ -480,7 +625,10 @@ mod tests {
     }
 
     fn thought(texts: &[&str]) -> Value {
-        let content: Vec<Value> = texts.iter().map(|t| json!({"type": "reasoning_text", "text": t})).collect();
+        let content: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"type": "reasoning_text", "text": t}))
+            .collect();
         json!({"type": "reasoning", "summary": [], "content": content})
     }
 
@@ -548,9 +696,15 @@ mod tests {
         let namespaced = json!([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "namespace": "ns"}, out("c")]);
         let names = |version| {
             let input: Input = serde_json::from_value(namespaced.clone()).unwrap();
-            let converted =
-                convert_input(None, Some(input), version, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new())
-                    .unwrap();
+            let converted = convert_input(
+                None,
+                Some(input),
+                version,
+                "<｜image｜>",
+                WebSearchBehavior::Drop,
+                HashSet::new(),
+            )
+            .unwrap();
             converted.messages[0].calls()[0].name.clone()
         };
         assert_eq!(names(V4), "ns__f");
@@ -561,10 +715,22 @@ mod tests {
         assert_eq!(run(V41, developer), Ok(vec!["system:d".to_owned()]));
 
         let image = json!([{"role": "user", "content": [{"type": "input_text", "text": "<｜image｜> typed"}, {"type": "input_image", "image_url": "http://x/a.png"}]}]);
-        assert_eq!(run(V4, image.clone()), Ok(vec!["user:<｜image｜> typed\n\n[Unsupported Image]".to_owned()]));
+        assert_eq!(
+            run(V4, image.clone()),
+            Ok(vec![
+                "user:<｜image｜> typed\n\n[Unsupported Image]".to_owned()
+            ])
+        );
         let input: Input = serde_json::from_value(image).unwrap();
-        let converted =
-            convert_input(None, Some(input), V41, "<｜image｜>", WebSearchBehavior::Drop, HashSet::new()).unwrap();
+        let converted = convert_input(
+            None,
+            Some(input),
+            V41,
+            "<｜image｜>",
+            WebSearchBehavior::Drop,
+            HashSet::new(),
+        )
+        .unwrap();
         let message = &converted.messages[0];
         let start = "<｜image｜> typed\n\n".len();
         assert_eq!(
@@ -578,7 +744,8 @@ mod tests {
     #[test]
     fn output_conversion_order() {
         let bad_image = json!([{"type": "input_image", "image_url": "ftp://x"}]);
-        let function = json!([user(), {"type": "function_call_output", "call_id": "a", "output": bad_image}]);
+        let function =
+            json!([user(), {"type": "function_call_output", "call_id": "a", "output": bad_image}]);
         assert_eq!(
             run(V41, function),
             Err("input[1]: Unsupported image_url format".to_owned()),
@@ -590,8 +757,10 @@ mod tests {
             Err("No tool call found for tool output with call_id a.".to_owned()),
             "custom output: pairing first"
         );
-        let assistant =
-            json!([user(), {"role": "assistant", "content": [{"type": "input_image", "image_url": "ftp://x"}]}]);
-        assert_eq!(run(V41, assistant), Err("input[1]: Image in assistant message is unsupported".to_owned()));
+        let assistant = json!([user(), {"role": "assistant", "content": [{"type": "input_image", "image_url": "ftp://x"}]}]);
+        assert_eq!(
+            run(V41, assistant),
+            Err("input[1]: Image in assistant message is unsupported".to_owned())
+        );
     }
 }

@@ -24,7 +24,11 @@ pub fn namespaced_name(namespace: &str, inner: &str, version: ModelVersion) -> S
 
 /// The description a namespaced tool gets. V4 keeps only the inner description; V4.1
 /// prefixes the namespace's description on its own line.
-fn namespaced_description(namespace: Option<&str>, inner: Option<&str>, version: ModelVersion) -> Option<String> {
+fn namespaced_description(
+    namespace: Option<&str>,
+    inner: Option<&str>,
+    version: ModelVersion,
+) -> Option<String> {
     match (namespace.filter(|ns| !ns.is_empty()), version.is_v41()) {
         (Some(ns), true) => Some(format!("{ns}\n{}", inner.unwrap_or_default())),
         _ => inner.map(str::to_owned),
@@ -50,7 +54,9 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
             Tool::Custom { name } if name == apply_patch::NAME => {
                 used.insert(name.clone());
             }
-            Tool::ToolSearch { execution, .. } if *execution == Some(Execution::Client) && version.is_v41() => {
+            Tool::ToolSearch { execution, .. }
+                if *execution == Some(Execution::Client) && version.is_v41() =>
+            {
                 used.insert(TOOL_SEARCH.to_owned());
             }
             _ => {}
@@ -58,7 +64,12 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
     }
     let mut names = Vec::with_capacity(tools.len());
     for tool in tools {
-        let Tool::Namespace { name: ns_name, tools: members, .. } = tool else {
+        let Tool::Namespace {
+            name: ns_name,
+            tools: members,
+            ..
+        } = tool
+        else {
             names.push(Vec::new());
             continue;
         };
@@ -101,7 +112,10 @@ pub struct Pending {
 impl Pending {
     /// Mark a tool as loaded by a tool search.
     pub fn deferred(self) -> Self {
-        Self { defer_loading: true, ..self }
+        Self {
+            defer_loading: true,
+            ..self
+        }
     }
 
     /// Record the tool's name in `taken`. A namespace member whose name is taken gets the
@@ -122,7 +136,11 @@ impl Pending {
         ToolDefinition {
             name: self.name.clone(),
             description: self.description.clone(),
-            parameters: Some(self.parameters.clone().unwrap_or_else(|| Value::Object(Map::new()))),
+            parameters: Some(
+                self.parameters
+                    .clone()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            ),
             strict: self.strict,
             defer_loading: self.defer_loading,
         }
@@ -133,7 +151,11 @@ impl Pending {
         let parameters = if self.builtin {
             self.parameters
         } else {
-            Some(tools::validate_parameters(&self.name, self.parameters, self.strict == Some(true))?)
+            Some(tools::validate_parameters(
+                &self.name,
+                self.parameters,
+                self.strict == Some(true),
+            )?)
         };
         Ok(ToolDefinition {
             name: self.name,
@@ -162,7 +184,10 @@ pub fn check_declared(
 ) -> Result<Vec<Pending>, ConversionError> {
     let member_names = member_names(tools, version);
     let mut pending = Vec::new();
-    let plain = |name: String, description: Option<String>, parameters: Option<Value>, strict: Option<bool>| Pending {
+    let plain = |name: String,
+                 description: Option<String>,
+                 parameters: Option<Value>,
+                 strict: Option<bool>| Pending {
         name,
         namespaced_base: None,
         description,
@@ -175,18 +200,32 @@ pub fn check_declared(
         match tool {
             Tool::Function(f) => {
                 tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].name"))?;
-                pending.push(plain(f.name.clone(), f.description.clone(), f.parameters.clone(), f.strict));
+                pending.push(plain(
+                    f.name.clone(),
+                    f.description.clone(),
+                    f.parameters.clone(),
+                    f.strict,
+                ));
             }
-            Tool::Namespace { name: ns_name, description: ns_description, tools: members } => {
+            Tool::Namespace {
+                name: ns_name,
+                description: ns_description,
+                tools: members,
+            } => {
                 tools::validate_tool_name(ns_name, &format!("{path}tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
                 let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
                 for (j, (member, name)) in members.iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
-                        NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, path, i, j)),
+                        NamespaceMember::Custom { name } => {
+                            return Err(custom_in_namespace(name, path, i, j))
+                        }
                     };
-                    tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].tools[{j}].name"))?;
+                    tools::validate_tool_name(
+                        &f.name,
+                        &format!("{path}tools[{i}].tools[{j}].name"),
+                    )?;
                     if !inner_names.insert(f.name.as_str()) {
                         return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
                     }
@@ -213,11 +252,23 @@ pub fn check_declared(
                     )));
                 }
                 let def = apply_patch::definition(version);
-                pending.push(Pending { builtin: true, ..plain(def.name, def.description, def.parameters, def.strict) });
+                pending.push(Pending {
+                    builtin: true,
+                    ..plain(def.name, def.description, def.parameters, def.strict)
+                });
             }
-            Tool::ToolSearch { execution, description, parameters } => {
+            Tool::ToolSearch {
+                execution,
+                description,
+                parameters,
+            } => {
                 if *execution == Some(Execution::Client) && version.is_v41() {
-                    pending.push(plain(TOOL_SEARCH.to_owned(), description.clone(), parameters.clone(), None));
+                    pending.push(plain(
+                        TOOL_SEARCH.to_owned(),
+                        description.clone(),
+                        parameters.clone(),
+                        None,
+                    ));
                 }
             }
             Tool::WebSearch(_) | Tool::WebSearch20250826(_) => {
@@ -258,14 +309,20 @@ pub fn namespace_map(
     for (i, tool) in tools.iter().enumerate() {
         match tool {
             Tool::Function(f) => tools::validate_tool_name(&f.name, &format!("tools[{i}].name"))?,
-            Tool::Namespace { name: ns_name, tools: members, .. } => {
+            Tool::Namespace {
+                name: ns_name,
+                tools: members,
+                ..
+            } => {
                 tools::validate_tool_name(ns_name, &format!("tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
                 let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
                 for (j, (member, name)) in members.iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
-                        NamespaceMember::Custom { name } => return Err(custom_in_namespace(name, "", i, j)),
+                        NamespaceMember::Custom { name } => {
+                            return Err(custom_in_namespace(name, "", i, j))
+                        }
                     };
                     tools::validate_tool_name(&f.name, &format!("tools[{i}].tools[{j}].name"))?;
                     if !inner_names.insert(f.name.as_str()) {
@@ -290,10 +347,12 @@ pub fn requested_choice(
         None | Some(wire::ToolChoice::Mode(ToolChoiceMode::Auto)) => RequestedToolChoice::Auto,
         Some(wire::ToolChoice::Mode(ToolChoiceMode::None)) => RequestedToolChoice::None,
         Some(wire::ToolChoice::Mode(ToolChoiceMode::Required)) => RequestedToolChoice::Required,
-        Some(wire::ToolChoice::Object(ToolChoiceObject::Function { name } | ToolChoiceObject::Custom { name })) => {
-            RequestedToolChoice::Named(name)
-        }
-        Some(wire::ToolChoice::Object(ToolChoiceObject::WebSearch {} | ToolChoiceObject::WebSearch20250826 {})) => {
+        Some(wire::ToolChoice::Object(
+            ToolChoiceObject::Function { name } | ToolChoiceObject::Custom { name },
+        )) => RequestedToolChoice::Named(name),
+        Some(wire::ToolChoice::Object(
+            ToolChoiceObject::WebSearch {} | ToolChoiceObject::WebSearch20250826 {},
+        )) => {
             if web_search == WebSearchBehavior::Reject {
                 return Err(ConversionError::new(SERVER_TOOLS));
             }
@@ -308,8 +367,14 @@ fn function_entry(f: &wire::ResponsesFunctionTool) -> Map<String, Value> {
     entry.insert("type".to_owned(), Value::from("function"));
     entry.insert("name".to_owned(), Value::from(f.name.clone()));
     entry.insert("description".to_owned(), optional(&f.description));
-    entry.insert("parameters".to_owned(), f.parameters.clone().unwrap_or(Value::Null));
-    entry.insert("strict".to_owned(), f.strict.map_or(Value::Null, Value::from));
+    entry.insert(
+        "parameters".to_owned(),
+        f.parameters.clone().unwrap_or(Value::Null),
+    );
+    entry.insert(
+        "strict".to_owned(),
+        f.strict.map_or(Value::Null, Value::from),
+    );
     entry
 }
 
@@ -328,7 +393,11 @@ fn typed(kind: &str) -> Map<String, Value> {
 fn tool_entry(tool: &Tool) -> Option<Value> {
     let entry = match tool {
         Tool::Function(f) => function_entry(f),
-        Tool::Namespace { name, description, tools } => {
+        Tool::Namespace {
+            name,
+            description,
+            tools,
+        } => {
             let mut entry = typed("namespace");
             entry.insert("name".to_owned(), Value::from(name.clone()));
             entry.insert("description".to_owned(), optional(description));
@@ -351,21 +420,37 @@ fn tool_entry(tool: &Tool) -> Option<Value> {
             entry.insert("name".to_owned(), Value::from(name.clone()));
             entry
         }
-        Tool::ToolSearch { execution, description, parameters } => {
+        Tool::ToolSearch {
+            execution,
+            description,
+            parameters,
+        } => {
             let mut entry = typed(TOOL_SEARCH);
             let execution = execution.map(|e| match e {
                 Execution::Client => "client",
                 Execution::Server => "server",
             });
-            entry.insert("execution".to_owned(), execution.map_or(Value::Null, Value::from));
+            entry.insert(
+                "execution".to_owned(),
+                execution.map_or(Value::Null, Value::from),
+            );
             entry.insert("description".to_owned(), optional(description));
-            entry.insert("parameters".to_owned(), parameters.clone().unwrap_or(Value::Null));
+            entry.insert(
+                "parameters".to_owned(),
+                parameters.clone().unwrap_or(Value::Null),
+            );
             entry
         }
         Tool::WebSearch(w) | Tool::WebSearch20250826(w) => {
-            let mut entry =
-                typed(if matches!(tool, Tool::WebSearch(_)) { "web_search" } else { "web_search_2025_08_26" });
-            entry.insert("search_context_size".to_owned(), w.search_context_size_json());
+            let mut entry = typed(if matches!(tool, Tool::WebSearch(_)) {
+                "web_search"
+            } else {
+                "web_search_2025_08_26"
+            });
+            entry.insert(
+                "search_context_size".to_owned(),
+                w.search_context_size_json(),
+            );
             entry.insert("user_location".to_owned(), w.user_location_json());
             entry
         }
@@ -431,7 +516,11 @@ mod tests {
             (V41, None, Some("d"), Some("d")),
         ];
         for (version, ns, inner, expected) in cases {
-            assert_eq!(namespaced_description(ns, inner, version).as_deref(), expected, "{version:?} {ns:?} {inner:?}");
+            assert_eq!(
+                namespaced_description(ns, inner, version).as_deref(),
+                expected,
+                "{version:?} {ns:?} {inner:?}"
+            );
         }
     }
 
@@ -442,7 +531,10 @@ mod tests {
         let map = namespace_map(&declared, V4).unwrap();
         let names: Vec<&str> = map.keys().map(String::as_str).collect();
         assert_eq!(names, ["ns__a", "ns__a_2", "ns__a_3"]);
-        let names: Vec<String> = namespace_map(&tools(json!([ns, ns])), V41).unwrap().into_keys().collect();
+        let names: Vec<String> = namespace_map(&tools(json!([ns, ns])), V41)
+            .unwrap()
+            .into_keys()
+            .collect();
         assert_eq!(names, ["ns::a", "ns::a_1"]);
     }
 
@@ -453,13 +545,22 @@ mod tests {
                 .map(|p| p.into_iter().map(|t| t.name).collect::<Vec<_>>())
                 .map_err(|e| e.message)
         };
-        assert_eq!(check(json!([{"type": "tool_search", "execution": "client"}]), V4), Ok(vec![]));
+        assert_eq!(
+            check(json!([{"type": "tool_search", "execution": "client"}]), V4),
+            Ok(vec![])
+        );
         assert_eq!(
             check(json!([{"type": "tool_search", "execution": "client"}]), V41),
             Ok(vec!["tool_search".to_owned()])
         );
-        assert_eq!(check(json!([{"type": "file_search"}, {"type": "mcp"}]), V4), Ok(vec![]));
-        assert_eq!(check(json!([{"type": "web_search"}]), V4), Err(SERVER_TOOLS.to_owned()));
+        assert_eq!(
+            check(json!([{"type": "file_search"}, {"type": "mcp"}]), V4),
+            Ok(vec![])
+        );
+        assert_eq!(
+            check(json!([{"type": "web_search"}]), V4),
+            Err(SERVER_TOOLS.to_owned())
+        );
         assert_eq!(
             check(json!([{"type": "custom", "name": "x"}]), V4),
             Err("Unsupported custom tool: 'x'. Only 'apply_patch' is supported.".to_owned())

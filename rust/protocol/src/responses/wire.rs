@@ -43,10 +43,14 @@ impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Input::Text(text)),
-            Value::Array(values) => {
-                values.into_iter().map(Item::from_value).collect::<Result<_, _>>().map(Input::Items)
-            }
-            _ => Err(D::Error::custom("input should be a string or a list of input items")),
+            Value::Array(values) => values
+                .into_iter()
+                .map(Item::from_value)
+                .collect::<Result<_, _>>()
+                .map(Input::Items),
+            _ => Err(D::Error::custom(
+                "input should be a string or a list of input items",
+            )),
         }
     }
 }
@@ -119,7 +123,9 @@ impl<'de> Deserialize<'de> for MessageContent {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(MessageContent::Text(text)),
             blocks @ Value::Array(_) => from_json(blocks).map(MessageContent::Blocks),
-            _ => Err(D::Error::custom("content should be a string or a list of content blocks")),
+            _ => Err(D::Error::custom(
+                "content should be a string or a list of content blocks",
+            )),
         }
     }
 }
@@ -211,7 +217,9 @@ impl<'de> Deserialize<'de> for ToolOutput {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(ToolOutput::Text(text)),
             parts @ Value::Array(_) => from_json(parts).map(ToolOutput::Parts),
-            _ => Err(D::Error::custom("output should be a string or a list of output content parts")),
+            _ => Err(D::Error::custom(
+                "output should be a string or a list of output content parts",
+            )),
         }
     }
 }
@@ -260,11 +268,14 @@ pub struct ResponsesWebSearchTool {
 
 impl ResponsesWebSearchTool {
     pub fn search_context_size_json(&self) -> Value {
-        self.search_context_size.map_or(Value::Null, |s| Value::from(s.as_str()))
+        self.search_context_size
+            .map_or(Value::Null, |s| Value::from(s.as_str()))
     }
 
     pub fn user_location_json(&self) -> Value {
-        let Some(location) = &self.user_location else { return Value::Null };
+        let Some(location) = &self.user_location else {
+            return Value::Null;
+        };
         let field = |v: &Option<String>| v.clone().map_or(Value::Null, Value::from);
         let mut map = Map::new();
         map.insert("city".to_owned(), field(&location.city));
@@ -343,7 +354,9 @@ impl<'de> Deserialize<'de> for ToolChoice {
                 "required" => Ok(ToolChoice::Mode(ToolChoiceMode::Required)),
                 _ => Err(D::Error::custom(EXPECTED)),
             },
-            Value::Object(map) if map.contains_key("type") => from_json(Value::Object(map)).map(ToolChoice::Object),
+            Value::Object(map) if map.contains_key("type") => {
+                from_json(Value::Object(map)).map(ToolChoice::Object)
+            }
             _ => Err(D::Error::custom(EXPECTED)),
         }
     }

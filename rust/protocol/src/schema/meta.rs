@@ -46,15 +46,23 @@ pub fn validate(root: &Value) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------
 // Draft detection
 
-const DRAFT_2020_12: [&str; 2] = ["json-schema.org/draft/2020-12/schema", "json-schema.org/schema"];
+const DRAFT_2020_12: [&str; 2] = [
+    "json-schema.org/draft/2020-12/schema",
+    "json-schema.org/schema",
+];
 const DRAFT_07: &str = "json-schema.org/draft-07/schema";
-const OLDER_DRAFTS: [&str; 3] =
-    ["json-schema.org/draft/2019-09/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema"];
+const OLDER_DRAFTS: [&str; 3] = [
+    "json-schema.org/draft/2019-09/schema",
+    "json-schema.org/draft-06/schema",
+    "json-schema.org/draft-04/schema",
+];
 
 /// The json-schema.org address of a `$schema` value without scheme and empty fragment.
 fn meta_schema_address(uri: &str) -> &str {
     let uri = uri.strip_suffix('#').unwrap_or(uri);
-    uri.strip_prefix("https://").or_else(|| uri.strip_prefix("http://")).unwrap_or(uri)
+    uri.strip_prefix("https://")
+        .or_else(|| uri.strip_prefix("http://"))
+        .unwrap_or(uri)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +94,22 @@ fn detect_draft(root: &Value) -> Draft {
 
 /// Documents the reference's registry holds: the 2020-12 meta-schema and its vocabularies.
 fn in_registry(absolute: &str) -> bool {
-    const VOCABULARIES: [&str; 7] =
-        ["core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "content"];
+    const VOCABULARIES: [&str; 7] = [
+        "core",
+        "applicator",
+        "unevaluated",
+        "validation",
+        "meta-data",
+        "format-annotation",
+        "content",
+    ];
     let Some(rest) = absolute.strip_prefix("https://json-schema.org/draft/2020-12/") else {
         return false;
     };
-    rest == "schema" || rest.strip_prefix("meta/").is_some_and(|v| VOCABULARIES.contains(&v))
+    rest == "schema"
+        || rest
+            .strip_prefix("meta/")
+            .is_some_and(|v| VOCABULARIES.contains(&v))
 }
 
 /// Addresses under a known draft's prefix are never fetched, with a message of their own.
@@ -189,7 +207,10 @@ const GROUPS_2020_12: [Group; 8] = [
         ("not", Rule::Schema),
     ],
     // unevaluated
-    &[("unevaluatedItems", Rule::Schema), ("unevaluatedProperties", Rule::Schema)],
+    &[
+        ("unevaluatedItems", Rule::Schema),
+        ("unevaluatedProperties", Rule::Schema),
+    ],
     // validation
     &[
         ("type", Rule::Type),
@@ -224,7 +245,11 @@ const GROUPS_2020_12: [Group; 8] = [
     // format-annotation
     &[("format", Rule::Str)],
     // content
-    &[("contentEncoding", Rule::Str), ("contentMediaType", Rule::Str), ("contentSchema", Rule::Schema)],
+    &[
+        ("contentEncoding", Rule::Str),
+        ("contentMediaType", Rule::Str),
+        ("contentSchema", Rule::Schema),
+    ],
 ];
 
 /// The draft-07 meta-schema: one object, its keys checked in request order.
@@ -275,7 +300,9 @@ const GROUPS_07: [Group; 1] = [&[
     ("not", Rule::Schema),
 ]];
 
-const SIMPLE_TYPES: [&str; 7] = ["array", "boolean", "integer", "null", "number", "object", "string"];
+const SIMPLE_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
 const ANCHOR_PATTERN: &str = "^[A-Za-z_][-A-Za-z0-9._]*$";
 const ID_PATTERN: &str = "^[^#]*#?$";
 
@@ -302,7 +329,9 @@ fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), Strin
         Rule::SchemaMap => object(v)?.values().try_for_each(check_schema),
         Rule::Items07 => {
             let valid = check_schema(v).is_ok()
-                || v.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|i| check_schema(i).is_ok()));
+                || v.as_array().is_some_and(|items| {
+                    !items.is_empty() && items.iter().all(|i| check_schema(i).is_ok())
+                });
             if valid {
                 Ok(())
             } else {
@@ -353,12 +382,22 @@ fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), Strin
         }
         Rule::Str => string(v).map(|_| ()),
         Rule::Anchor => matches_pattern(v, string(v)?, is_anchor, ANCHOR_PATTERN),
-        Rule::Id => matches_pattern(v, string(v)?, |s| s.find('#').is_none_or(|i| i + 1 == s.len()), ID_PATTERN),
-        Rule::Vocabulary => object(v)?.values().try_for_each(|flag| boolean(flag).map(|_| ())),
+        Rule::Id => matches_pattern(
+            v,
+            string(v)?,
+            |s| s.find('#').is_none_or(|i| i + 1 == s.len()),
+            ID_PATTERN,
+        ),
+        Rule::Vocabulary => object(v)?
+            .values()
+            .try_for_each(|flag| boolean(flag).map(|_| ())),
         Rule::Number => number(v).map(|_| ()),
         Rule::MultipleOf => {
             if number(v)? <= 0.0 {
-                return Err(format!("{} is less than or equal to the minimum of 0", compact(v)));
+                return Err(format!(
+                    "{} is less than or equal to the minimum of 0",
+                    compact(v)
+                ));
             }
             Ok(())
         }
@@ -379,7 +418,9 @@ fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), Strin
                 Value::String(s) => SIMPLE_TYPES.contains(&s.as_str()),
                 Value::Array(items) => {
                     !items.is_empty()
-                        && items.iter().all(|t| t.as_str().is_some_and(|s| SIMPLE_TYPES.contains(&s)))
+                        && items
+                            .iter()
+                            .all(|t| t.as_str().is_some_and(|s| SIMPLE_TYPES.contains(&s)))
                         && all_unique(items)
                 }
                 _ => false,
@@ -409,7 +450,12 @@ fn is_string_array(v: &Value) -> bool {
     check_string_array(v).is_ok()
 }
 
-fn matches_pattern(v: &Value, s: &str, test: impl Fn(&str) -> bool, pattern: &str) -> Result<(), String> {
+fn matches_pattern(
+    v: &Value,
+    s: &str,
+    test: impl Fn(&str) -> bool,
+    pattern: &str,
+) -> Result<(), String> {
     if test(s) {
         Ok(())
     } else {
@@ -419,7 +465,9 @@ fn matches_pattern(v: &Value, s: &str, test: impl Fn(&str) -> bool, pattern: &st
 
 fn is_anchor(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
 }
 
@@ -445,7 +493,9 @@ fn number(v: &Value) -> Result<f64, String> {
 
 fn is_integer(v: &Value) -> bool {
     match v {
-        Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         _ => false,
     }
 }
@@ -453,14 +503,20 @@ fn is_integer(v: &Value) -> bool {
 /// JSON equality where numbers compare by value (`1` equals `1.0`).
 fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-            (Some(i), Some(j), _, _) => i == j,
-            (_, _, Some(i), Some(j)) => i == j,
-            _ => x.as_f64() == y.as_f64(),
-        },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j), _, _) => i == j,
+                (_, _, Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| json_equal(p, q)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| json_equal(p, q)))
         }
         _ => a == b,
     }
@@ -472,7 +528,10 @@ fn all_unique(items: &[Value]) -> bool {
         let mut seen = HashSet::with_capacity(strings.len());
         return strings.into_iter().all(|s| seen.insert(s));
     }
-    items.iter().enumerate().all(|(i, a)| items.iter().skip(i + 1).all(|b| !json_equal(a, b)))
+    items
+        .iter()
+        .enumerate()
+        .all(|(i, a)| items.iter().skip(i + 1).all(|b| !json_equal(a, b)))
 }
 
 fn compact(v: &Value) -> String {
@@ -492,7 +551,10 @@ fn not_a_format(v: &Value, format: &str) -> String {
 }
 
 fn not_any_of(v: &Value) -> String {
-    format!("{} is not valid under any of the schemas listed in the 'anyOf' keyword", compact(v))
+    format!(
+        "{} is not valid under any of the schemas listed in the 'anyOf' keyword",
+        compact(v)
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -515,7 +577,14 @@ const ONE_SUBSCHEMA: [&str; 13] = [
     "additionalItems",
     "$recursiveRef",
 ];
-const SUBSCHEMA_MAPS: [&str; 6] = ["properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions"];
+const SUBSCHEMA_MAPS: [&str; 6] = [
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+    "$defs",
+    "definitions",
+];
 const SUBSCHEMA_LISTS: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
 
 /// The direct subschemas of a schema object, in key order.
@@ -585,7 +654,13 @@ impl<'a> Compiler<'a> {
             .and_then(Value::as_str)
             .map(|id| id.split('#').next().unwrap_or(id))
             .filter(|id| uri::has_scheme(id));
-        Self { root, base, visited: HashSet::new(), ref_depth: 0, draft7 }
+        Self {
+            root,
+            base,
+            visited: HashSet::new(),
+            ref_depth: 0,
+            draft7,
+        }
     }
 
     fn compile(&mut self, schema: &'a Value) -> Result<(), String> {
@@ -603,7 +678,11 @@ impl<'a> Compiler<'a> {
         for (key, v) in map {
             match key.as_str() {
                 // Only meaningful (and compiled) next to an array of `items`.
-                "additionalItems" if self.draft7 && map.get("items").is_some_and(Value::is_array) => self.compile(v)?,
+                "additionalItems"
+                    if self.draft7 && map.get("items").is_some_and(Value::is_array) =>
+                {
+                    self.compile(v)?
+                }
                 "items" if v.is_array() => {
                     for sub in v.as_array().into_iter().flatten() {
                         self.compile(sub)?;
@@ -669,11 +748,14 @@ impl<'a> Compiler<'a> {
                 }
             };
             if self.base.map(uri::normalize).as_deref() != Some(absolute.as_str()) {
-                if in_registry(&absolute) || (self.draft7 && absolute == "http://json-schema.org/draft-07/schema") {
+                if in_registry(&absolute)
+                    || (self.draft7 && absolute == "http://json-schema.org/draft-07/schema")
+                {
                     return Ok(());
                 }
                 let why = if under_known_draft(&absolute) {
-                    "Retrieving external resources is not supported once the registry is populated".to_owned()
+                    "Retrieving external resources is not supported once the registry is populated"
+                        .to_owned()
                 } else {
                     format!("Retrieval is disabled, cannot fetch {absolute}")
                 };
@@ -683,10 +765,12 @@ impl<'a> Compiler<'a> {
             }
         }
         let (target, key) = if fragment.is_empty() || fragment.starts_with('/') {
-            let target = lookup_pointer(self.root, fragment).ok_or_else(|| format!("Pointer '{fragment}' does not exist"))?;
+            let target = lookup_pointer(self.root, fragment)
+                .ok_or_else(|| format!("Pointer '{fragment}' does not exist"))?;
             (target, fragment.to_owned())
         } else {
-            let target = find_anchor(self.root, fragment).ok_or_else(|| format!("Anchor '{fragment}' does not exist"))?;
+            let target = find_anchor(self.root, fragment)
+                .ok_or_else(|| format!("Anchor '{fragment}' does not exist"))?;
             (target, format!("#{fragment}"))
         };
         if !matches!(target, Value::Object(_) | Value::Bool(_)) {
@@ -741,9 +825,15 @@ fn percent_decode(text: &str) -> Option<String> {
 fn find_anchor<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
     let map = value.as_object()?;
     let named = |key: &str| map.get(key).and_then(Value::as_str) == Some(name);
-    let id_anchor = map.get("$id").and_then(Value::as_str).and_then(|id| id.strip_prefix('#')) == Some(name);
+    let id_anchor = map
+        .get("$id")
+        .and_then(Value::as_str)
+        .and_then(|id| id.strip_prefix('#'))
+        == Some(name);
     if named("$anchor") || named("$dynamicAnchor") || id_anchor {
         return Some(value);
     }
-    subschemas(map).into_iter().find_map(|v| find_anchor(v, name))
+    subschemas(map)
+        .into_iter()
+        .find_map(|v| find_anchor(v, name))
 }

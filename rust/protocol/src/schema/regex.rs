@@ -8,7 +8,15 @@
 /// Whether the reference's regex engine accepts `pattern`.
 pub(super) fn is_valid_regex(pattern: &str) -> bool {
     let chars: Vec<char> = pattern.chars().collect();
-    let mut parser = RegexSyntax { chars: &chars, pos: 0, depth: 0, lookarounds: 0, groups: 0, names: Vec::new(), max_backref: 0 };
+    let mut parser = RegexSyntax {
+        chars: &chars,
+        pos: 0,
+        depth: 0,
+        lookarounds: 0,
+        groups: 0,
+        names: Vec::new(),
+        max_backref: 0,
+    };
     parser.alternation() && parser.pos == chars.len() && parser.max_backref <= parser.groups
 }
 
@@ -192,7 +200,12 @@ impl RegexSyntax<'_> {
         while self.peek().is_some_and(|c| c.is_alphanumeric() || c == '_') {
             self.pos += 1;
         }
-        let name: String = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
+        let name: String = self
+            .chars
+            .get(start..self.pos)
+            .unwrap_or_default()
+            .iter()
+            .collect();
         if !self.eat('>') || self.names.contains(&name) {
             return false;
         }
@@ -217,7 +230,10 @@ impl RegexSyntax<'_> {
                     Some(item) => item,
                     None => return false,
                 },
-                '-' if self.peek().is_some_and(|n| n != ']') && !first && previous != ClassItem::RangeDone => {
+                '-' if self.peek().is_some_and(|n| n != ']')
+                    && !first
+                    && previous != ClassItem::RangeDone =>
+                {
                     let start = match previous {
                         ClassItem::Char(start) => Some(start),
                         ClassItem::Code => None,
@@ -249,7 +265,10 @@ impl RegexSyntax<'_> {
                 }
                 other => ClassItem::Char(other),
             };
-            if matches!(item, ClassItem::Set) && self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|n| *n != ']') {
+            if matches!(item, ClassItem::Set)
+                && self.peek() == Some('-')
+                && self.chars.get(self.pos + 1).is_some_and(|n| *n != ']')
+            {
                 return false;
             }
             previous = item;
@@ -275,7 +294,9 @@ impl RegexSyntax<'_> {
                 self.pos -= 1;
                 self.escape().then_some(ClassItem::Code)
             }
-            other if other.is_ascii() && !other.is_ascii_alphanumeric() => Some(ClassItem::Char(other)),
+            other if other.is_ascii() && !other.is_ascii_alphanumeric() => {
+                Some(ClassItem::Char(other))
+            }
             _ => None,
         }
     }
@@ -286,7 +307,8 @@ impl RegexSyntax<'_> {
             return false;
         };
         match c {
-            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'n' | 'r' | 't' | 'f' | 'v' | 'b' | 'B' | 'A' | 'z' => true,
+            'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'n' | 'r' | 't' | 'f' | 'v' | 'b' | 'B' | 'A'
+            | 'z' => true,
             '1'..='9' => {
                 let mut number = c.to_digit(10).map_or(0, |d| d as usize);
                 while let Some(d) = self.peek().and_then(|d| d.to_digit(10)) {
@@ -306,7 +328,12 @@ impl RegexSyntax<'_> {
                     while self.peek().is_some_and(|n| n != '}') {
                         self.pos += 1;
                     }
-                    let name = self.chars.get(start..self.pos).unwrap_or_default().iter().collect();
+                    let name = self
+                        .chars
+                        .get(start..self.pos)
+                        .unwrap_or_default()
+                        .iter()
+                        .collect();
                     if !self.eat('}') {
                         return false;
                     }
@@ -362,23 +389,139 @@ fn is_flag(c: char) -> bool {
 /// common scripts and binary properties; `Name=Value` forms for categories and scripts.
 fn is_unicode_property(name: &str) -> bool {
     const NAMES: &[&str] = &[
-        "L", "Lu", "Ll", "Lt", "Lm", "Lo", "LC", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No", "P", "Pc", "Pd",
-        "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf", "Cs",
-        "Co", "Cn", "Letter", "Uppercase_Letter", "Lowercase_Letter", "Titlecase_Letter", "Cased_Letter",
-        "Modifier_Letter", "Other_Letter", "Mark", "Nonspacing_Mark", "Spacing_Mark", "Enclosing_Mark", "Number",
-        "Decimal_Number", "Letter_Number", "Other_Number", "Punctuation", "Connector_Punctuation",
-        "Dash_Punctuation", "Open_Punctuation", "Close_Punctuation", "Initial_Punctuation", "Final_Punctuation",
-        "Other_Punctuation", "Symbol", "Math_Symbol", "Currency_Symbol", "Modifier_Symbol", "Other_Symbol",
-        "Separator", "Space_Separator", "Line_Separator", "Paragraph_Separator", "Other", "Control", "Format",
-        "Surrogate", "Private_Use", "Unassigned", "Any", "ASCII", "Assigned", "Alphabetic", "Alpha", "Lowercase",
-        "Uppercase", "White_Space", "Whitespace", "Emoji", "Emoji_Presentation", "Extended_Pictographic",
-        "Digit", "Latin", "Greek", "Cyrillic", "Armenian", "Hebrew", "Arabic", "Syriac", "Thaana", "Devanagari",
-        "Bengali", "Gurmukhi", "Gujarati", "Tamil", "Telugu", "Kannada", "Malayalam", "Thai", "Lao", "Tibetan",
-        "Myanmar", "Georgian", "Hangul", "Ethiopic", "Cherokee", "Khmer", "Mongolian", "Hiragana", "Katakana",
-        "Bopomofo", "Han", "Yi", "Common", "Inherited", "Sinhala", "Latn", "Grek", "Cyrl", "Hani", "Hira", "Kana",
-        "Arab", "Hebr", "Zyyy",
+        "L",
+        "Lu",
+        "Ll",
+        "Lt",
+        "Lm",
+        "Lo",
+        "LC",
+        "M",
+        "Mn",
+        "Mc",
+        "Me",
+        "N",
+        "Nd",
+        "Nl",
+        "No",
+        "P",
+        "Pc",
+        "Pd",
+        "Ps",
+        "Pe",
+        "Pi",
+        "Pf",
+        "Po",
+        "S",
+        "Sm",
+        "Sc",
+        "Sk",
+        "So",
+        "Z",
+        "Zs",
+        "Zl",
+        "Zp",
+        "C",
+        "Cc",
+        "Cf",
+        "Cs",
+        "Co",
+        "Cn",
+        "Letter",
+        "Uppercase_Letter",
+        "Lowercase_Letter",
+        "Titlecase_Letter",
+        "Cased_Letter",
+        "Modifier_Letter",
+        "Other_Letter",
+        "Mark",
+        "Nonspacing_Mark",
+        "Spacing_Mark",
+        "Enclosing_Mark",
+        "Number",
+        "Decimal_Number",
+        "Letter_Number",
+        "Other_Number",
+        "Punctuation",
+        "Connector_Punctuation",
+        "Dash_Punctuation",
+        "Open_Punctuation",
+        "Close_Punctuation",
+        "Initial_Punctuation",
+        "Final_Punctuation",
+        "Other_Punctuation",
+        "Symbol",
+        "Math_Symbol",
+        "Currency_Symbol",
+        "Modifier_Symbol",
+        "Other_Symbol",
+        "Separator",
+        "Space_Separator",
+        "Line_Separator",
+        "Paragraph_Separator",
+        "Other",
+        "Control",
+        "Format",
+        "Surrogate",
+        "Private_Use",
+        "Unassigned",
+        "Any",
+        "ASCII",
+        "Assigned",
+        "Alphabetic",
+        "Alpha",
+        "Lowercase",
+        "Uppercase",
+        "White_Space",
+        "Whitespace",
+        "Emoji",
+        "Emoji_Presentation",
+        "Extended_Pictographic",
+        "Digit",
+        "Latin",
+        "Greek",
+        "Cyrillic",
+        "Armenian",
+        "Hebrew",
+        "Arabic",
+        "Syriac",
+        "Thaana",
+        "Devanagari",
+        "Bengali",
+        "Gurmukhi",
+        "Gujarati",
+        "Tamil",
+        "Telugu",
+        "Kannada",
+        "Malayalam",
+        "Thai",
+        "Lao",
+        "Tibetan",
+        "Myanmar",
+        "Georgian",
+        "Hangul",
+        "Ethiopic",
+        "Cherokee",
+        "Khmer",
+        "Mongolian",
+        "Hiragana",
+        "Katakana",
+        "Bopomofo",
+        "Han",
+        "Yi",
+        "Common",
+        "Inherited",
+        "Sinhala",
+        "Latn",
+        "Grek",
+        "Cyrl",
+        "Hani",
+        "Hira",
+        "Kana",
+        "Arab",
+        "Hebr",
+        "Zyyy",
     ];
     let value = name.split_once('=').map_or(name, |(_, v)| v);
     NAMES.iter().any(|n| n.eq_ignore_ascii_case(value.trim()))
 }
-

@@ -35,7 +35,9 @@ impl SchemaUse {
 
     fn top_level_error(self) -> &'static str {
         match self {
-            SchemaUse::ToolParameters => "The top level of the function parameters schema must be an object.",
+            SchemaUse::ToolParameters => {
+                "The top level of the function parameters schema must be an object."
+            }
             SchemaUse::ResponseFormat => "The top level of the json schema must be an object.",
         }
     }
@@ -50,12 +52,21 @@ const NO_PROPERTIES: &str = "An object with no properties is not allowed.";
 const REQUIRED_MISMATCH: &str = "Required properties must match all properties in the object";
 const ADDITIONAL_TRUE: &str = "additionalProperties should not be true";
 const TYPED_ENUM: &str = "JsonSchemaType";
-const SCHEMA_TYPES: [&str; 7] = ["object", "string", "number", "integer", "boolean", "array", "null"];
+const SCHEMA_TYPES: [&str; 7] = [
+    "object", "string", "number", "integer", "boolean", "array", "null",
+];
 const PRIMITIVE_TYPES: [&str; 5] = ["string", "number", "integer", "boolean", "null"];
 const STRING_FORMATS: [&str; 5] = ["email", "hostname", "ipv4", "ipv6", "uuid"];
 /// Numeric keywords kept on `number` and `integer` nodes, in output order.
-const NUMERIC_KEYS: [&str; 7] =
-    ["const", "default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+const NUMERIC_KEYS: [&str; 7] = [
+    "const",
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
 
 /// Normalize a strict schema, or return the reference's error message.
 pub fn normalize(schema: &Value, usage: SchemaUse) -> Result<Value, String> {
@@ -69,7 +80,13 @@ pub fn normalize(schema: &Value, usage: SchemaUse) -> Result<Value, String> {
 
 /// The normalized form of a strict tool declared without parameters.
 pub fn empty_object() -> Value {
-    Node::Object { properties: Vec::new(), required: None, additional: None, description: None }.write()
+    Node::Object {
+        properties: Vec::new(),
+        required: None,
+        additional: None,
+        description: None,
+    }
+    .write()
 }
 
 /// The restricted schema model.
@@ -88,12 +105,28 @@ enum Node {
         enumeration: Option<Vec<String>>,
     },
     /// `number` (JSON numbers kept as written) or `integer` (values are i64).
-    Numeric { type_name: &'static str, description: Option<String>, limits: [Option<Number>; 7] },
+    Numeric {
+        type_name: &'static str,
+        description: Option<String>,
+        limits: [Option<Number>; 7],
+    },
     /// `boolean` or `null`.
-    Plain { type_name: &'static str, description: Option<String> },
-    Array { items: Box<Node>, description: Option<String> },
-    TypeList { types: Vec<&'static str>, description: Option<String> },
-    AnyOf { members: Vec<Node>, description: Option<String> },
+    Plain {
+        type_name: &'static str,
+        description: Option<String>,
+    },
+    Array {
+        items: Box<Node>,
+        description: Option<String>,
+    },
+    TypeList {
+        types: Vec<&'static str>,
+        description: Option<String>,
+    },
+    AnyOf {
+        members: Vec<Node>,
+        description: Option<String>,
+    },
     Ref(String),
 }
 
@@ -118,7 +151,10 @@ fn read_schema(value: &Value) -> Result<Node, String> {
     if let Some(reference) = map.get("$ref") {
         return match reference {
             Value::String(s) => Ok(Node::Ref(s.clone())),
-            other => Err(format!("field `$ref`: invalid type: {}, expected a string", unexpected(other))),
+            other => Err(format!(
+                "field `$ref`: invalid type: {}, expected a string",
+                unexpected(other)
+            )),
         };
     }
     Err(ONE_OF_REQUIRED.to_owned())
@@ -136,7 +172,10 @@ fn read_type_list(types: &[Value], map: &Map<String, Value>) -> Result<Node, Str
 
 fn read_any_of(members: &Value, map: &Map<String, Value>) -> Result<Node, String> {
     let Value::Array(items) = members else {
-        return Err(format!("field `anyOf`: invalid type: {}, expected a sequence", unexpected(members)));
+        return Err(format!(
+            "field `anyOf`: invalid type: {}, expected a sequence",
+            unexpected(members)
+        ));
     };
     let members = items
         .iter()
@@ -144,7 +183,10 @@ fn read_any_of(members: &Value, map: &Map<String, Value>) -> Result<Node, String
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("field `anyOf`: {e}"))?;
     let description = field_description(map)?;
-    Ok(Node::AnyOf { members, description })
+    Ok(Node::AnyOf {
+        members,
+        description,
+    })
 }
 
 fn field_description(map: &Map<String, Value>) -> Result<Option<String>, String> {
@@ -168,12 +210,18 @@ fn read_typed(value: &Value) -> Result<Node, String> {
     let tag = match map.get("type") {
         None => return Err("missing field `type`".to_owned()),
         Some(Value::String(s)) => variant(s, &SCHEMA_TYPES)?,
-        Some(other) => return Err(format!("invalid type: {}, expected variant identifier", unexpected(other))),
+        Some(other) => {
+            return Err(format!(
+                "invalid type: {}, expected variant identifier",
+                unexpected(other)
+            ))
+        }
     };
     let fields = map.iter().filter(|(k, _)| k.as_str() != "type");
     match tag {
         "object" => {
-            let (mut properties, mut required, mut additional, mut description) = (Vec::new(), None, None, None);
+            let (mut properties, mut required, mut additional, mut description) =
+                (Vec::new(), None, None, None);
             for (key, v) in fields {
                 match key.as_str() {
                     "properties" => properties = read_properties(v)?,
@@ -183,10 +231,16 @@ fn read_typed(value: &Value) -> Result<Node, String> {
                     _ => {}
                 }
             }
-            Ok(Node::Object { properties, required, additional, description })
+            Ok(Node::Object {
+                properties,
+                required,
+                additional,
+                description,
+            })
         }
         "string" => {
-            let (mut description, mut pattern, mut format, mut enumeration) = (None, None, None, None);
+            let (mut description, mut pattern, mut format, mut enumeration) =
+                (None, None, None, None);
             for (key, v) in fields {
                 match key.as_str() {
                     "description" => description = opt_string(v)?,
@@ -196,7 +250,12 @@ fn read_typed(value: &Value) -> Result<Node, String> {
                     _ => {}
                 }
             }
-            Ok(Node::String { description, pattern, format, enumeration })
+            Ok(Node::String {
+                description,
+                pattern,
+                format,
+                enumeration,
+            })
         }
         "number" | "integer" => {
             let integer = tag == "integer";
@@ -205,11 +264,19 @@ fn read_typed(value: &Value) -> Result<Node, String> {
             for (key, v) in fields {
                 if key == "description" {
                     description = opt_string(v)?;
-                } else if let Some(slot) = NUMERIC_KEYS.iter().position(|k| k == key).and_then(|i| limits.get_mut(i)) {
+                } else if let Some(slot) = NUMERIC_KEYS
+                    .iter()
+                    .position(|k| k == key)
+                    .and_then(|i| limits.get_mut(i))
+                {
                     *slot = if integer { opt_i64(v)? } else { opt_number(v)? };
                 }
             }
-            Ok(Node::Numeric { type_name: tag, description, limits })
+            Ok(Node::Numeric {
+                type_name: tag,
+                description,
+                limits,
+            })
         }
         "array" => {
             let (mut items, mut description) = (None, None);
@@ -221,7 +288,10 @@ fn read_typed(value: &Value) -> Result<Node, String> {
                 }
             }
             let items = items.ok_or_else(|| "missing field `items`".to_owned())?;
-            Ok(Node::Array { items: Box::new(items), description })
+            Ok(Node::Array {
+                items: Box::new(items),
+                description,
+            })
         }
         _ => {
             let mut description = None;
@@ -230,7 +300,10 @@ fn read_typed(value: &Value) -> Result<Node, String> {
                     description = opt_string(v)?;
                 }
             }
-            Ok(Node::Plain { type_name: tag, description })
+            Ok(Node::Plain {
+                type_name: tag,
+                description,
+            })
         }
     }
 }
@@ -246,7 +319,12 @@ fn sequence_form_error(items: &[Value]) -> String {
             Ok(tag) => tag,
             Err(e) => return e,
         },
-        other => return format!("invalid type: {}, expected variant identifier", unexpected(other)),
+        other => {
+            return format!(
+                "invalid type: {}, expected variant identifier",
+                unexpected(other)
+            )
+        }
     };
     let (name, fields) = match tag {
         "object" => ("Object", 5),
@@ -267,8 +345,14 @@ fn sequence_form_error(items: &[Value]) -> String {
 fn read_properties(value: &Value) -> Result<Vec<(String, Node)>, String> {
     match value {
         Value::Null => Ok(Vec::new()),
-        Value::Object(map) => map.iter().map(|(k, v)| Ok((k.clone(), read_schema(v)?))).collect(),
-        other => Err(format!("invalid type: {}, expected a map", unexpected(other))),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), read_schema(v)?)))
+            .collect(),
+        other => Err(format!(
+            "invalid type: {}, expected a map",
+            unexpected(other)
+        )),
     }
 }
 
@@ -283,20 +367,29 @@ fn unit_variant(value: &Value, names: &[&'static str]) -> Result<&'static str, S
                     let name = variant(key, names)?;
                     match inner {
                         Value::Null => Ok(name),
-                        other => Err(format!("invalid type: {}, expected unit", unexpected(other))),
+                        other => Err(format!(
+                            "invalid type: {}, expected unit",
+                            unexpected(other)
+                        )),
                     }
                 }
                 _ => Err("invalid value: map, expected map with a single key".to_owned()),
             }
         }
-        other => Err(format!("invalid type: {}, expected string or map", unexpected(other))),
+        other => Err(format!(
+            "invalid type: {}, expected string or map",
+            unexpected(other)
+        )),
     }
 }
 
 fn variant(name: &str, names: &[&'static str]) -> Result<&'static str, String> {
     names.iter().find(|n| **n == name).copied().ok_or_else(|| {
         let expected: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        format!("unknown variant `{name}`, expected one of {}", expected.join(", "))
+        format!(
+            "unknown variant `{name}`, expected one of {}",
+            expected.join(", ")
+        )
     })
 }
 
@@ -304,7 +397,10 @@ fn opt_string(value: &Value) -> Result<Option<String>, String> {
     match value {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s.clone())),
-        other => Err(format!("invalid type: {}, expected a string", unexpected(other))),
+        other => Err(format!(
+            "invalid type: {}, expected a string",
+            unexpected(other)
+        )),
     }
 }
 
@@ -312,7 +408,10 @@ fn opt_bool(value: &Value) -> Result<Option<bool>, String> {
     match value {
         Value::Null => Ok(None),
         Value::Bool(b) => Ok(Some(*b)),
-        other => Err(format!("invalid type: {}, expected a boolean", unexpected(other))),
+        other => Err(format!(
+            "invalid type: {}, expected a boolean",
+            unexpected(other)
+        )),
     }
 }
 
@@ -323,11 +422,17 @@ fn opt_string_list(value: &Value) -> Result<Option<Vec<String>>, String> {
             .iter()
             .map(|item| match item {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(format!("invalid type: {}, expected a string", unexpected(other))),
+                other => Err(format!(
+                    "invalid type: {}, expected a string",
+                    unexpected(other)
+                )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        other => Err(format!("invalid type: {}, expected a sequence", unexpected(other))),
+        other => Err(format!(
+            "invalid type: {}, expected a sequence",
+            unexpected(other)
+        )),
     }
 }
 
@@ -342,7 +447,10 @@ fn opt_number(value: &Value) -> Result<Option<Number>, String> {
     match value {
         Value::Null => Ok(None),
         Value::Number(n) => Ok(Some(n.clone())),
-        other => Err(format!("invalid type: {}, expected a JSON number", unexpected(other))),
+        other => Err(format!(
+            "invalid type: {}, expected a JSON number",
+            unexpected(other)
+        )),
     }
 }
 
@@ -368,7 +476,12 @@ fn opt_i64(value: &Value) -> Result<Option<Number>, String> {
 /// Children first, then the node's own `required` and `additionalProperties`.
 fn check(node: &Node, top: bool) -> Result<(), String> {
     match node {
-        Node::Object { properties, required, additional, .. } => {
+        Node::Object {
+            properties,
+            required,
+            additional,
+            ..
+        } => {
             if properties.is_empty() && !top {
                 return Err(NO_PROPERTIES.to_owned());
             }
@@ -408,16 +521,31 @@ impl Node {
     fn write(&self) -> Value {
         let mut out = Map::new();
         match self {
-            Node::Object { properties, description, .. } => {
+            Node::Object {
+                properties,
+                description,
+                ..
+            } => {
                 out.insert("type".into(), "object".into());
-                let props: Map<String, Value> = properties.iter().map(|(k, v)| (k.clone(), v.write())).collect();
-                let names: Vec<Value> = properties.iter().map(|(k, _)| Value::String(k.clone())).collect();
+                let props: Map<String, Value> = properties
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.write()))
+                    .collect();
+                let names: Vec<Value> = properties
+                    .iter()
+                    .map(|(k, _)| Value::String(k.clone()))
+                    .collect();
                 out.insert("properties".into(), Value::Object(props));
                 out.insert("additionalProperties".into(), Value::Bool(false));
                 out.insert("required".into(), Value::Array(names));
                 put_description(&mut out, description);
             }
-            Node::String { description, pattern, format, enumeration } => {
+            Node::String {
+                description,
+                pattern,
+                format,
+                enumeration,
+            } => {
                 out.insert("type".into(), "string".into());
                 put_description(&mut out, description);
                 if let Some(p) = pattern {
@@ -427,10 +555,17 @@ impl Node {
                     out.insert("format".into(), Value::String((*f).to_owned()));
                 }
                 if let Some(e) = enumeration {
-                    out.insert("enum".into(), Value::Array(e.iter().cloned().map(Value::String).collect()));
+                    out.insert(
+                        "enum".into(),
+                        Value::Array(e.iter().cloned().map(Value::String).collect()),
+                    );
                 }
             }
-            Node::Numeric { type_name, description, limits } => {
+            Node::Numeric {
+                type_name,
+                description,
+                limits,
+            } => {
                 out.insert("type".into(), (*type_name).into());
                 put_description(&mut out, description);
                 for (key, limit) in NUMERIC_KEYS.iter().zip(limits) {
@@ -439,7 +574,10 @@ impl Node {
                     }
                 }
             }
-            Node::Plain { type_name, description } => {
+            Node::Plain {
+                type_name,
+                description,
+            } => {
                 out.insert("type".into(), (*type_name).into());
                 put_description(&mut out, description);
             }
@@ -449,11 +587,20 @@ impl Node {
                 put_description(&mut out, description);
             }
             Node::TypeList { types, description } => {
-                out.insert("type".into(), Value::Array(types.iter().map(|t| Value::from(*t)).collect()));
+                out.insert(
+                    "type".into(),
+                    Value::Array(types.iter().map(|t| Value::from(*t)).collect()),
+                );
                 put_description(&mut out, description);
             }
-            Node::AnyOf { members, description } => {
-                out.insert("anyOf".into(), Value::Array(members.iter().map(Node::write).collect()));
+            Node::AnyOf {
+                members,
+                description,
+            } => {
+                out.insert(
+                    "anyOf".into(),
+                    Value::Array(members.iter().map(Node::write).collect()),
+                );
                 put_description(&mut out, description);
             }
             Node::Ref(reference) => {

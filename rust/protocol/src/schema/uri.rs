@@ -5,12 +5,18 @@
 
 /// Check the syntax of a URI reference.
 pub(super) fn check_reference(uri: &str) -> Result<(), String> {
-    let invalid = |reason: &str, index: usize| Err(format!("Invalid URI reference '{uri}': {reason} at index {index}"));
+    let invalid = |reason: &str, index: usize| {
+        Err(format!(
+            "Invalid URI reference '{uri}': {reason} at index {index}"
+        ))
+    };
     let bytes = uri.as_bytes();
     if let Some(colon) = scheme_end(uri) {
         let scheme = bytes.get(..colon).unwrap_or_default();
         let valid_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
-            && scheme.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+            && scheme
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
         if !valid_scheme {
             return invalid("unexpected character", 0);
         }
@@ -33,8 +39,8 @@ pub(super) fn check_reference(uri: &str) -> Result<(), String> {
                 return invalid("unexpected character", i)
             }
             b if b.is_ascii_alphanumeric() => {}
-            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'[' | b']' | b'@' | b'!' | b'$' | b'&' | b'\''
-            | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
+            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'[' | b']' | b'@' | b'!' | b'$'
+            | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
             _ => return invalid("unexpected character", i),
         }
         i += 1;
@@ -50,7 +56,9 @@ pub(super) fn has_scheme(uri: &str) -> bool {
 /// The byte index of the `:` ending a scheme, when the reference starts with one.
 fn scheme_end(uri: &str) -> Option<usize> {
     let colon = uri.find(':')?;
-    uri.find(['/', '?', '#']).is_none_or(|i| colon < i).then_some(colon)
+    uri.find(['/', '?', '#'])
+        .is_none_or(|i| colon < i)
+        .then_some(colon)
 }
 
 /// The byte range of the authority (after `//`), when there is one.
@@ -58,7 +66,10 @@ fn authority_range(uri: &str) -> Option<std::ops::Range<usize>> {
     let after_scheme = scheme_end(uri).map_or(0, |i| i + 1);
     let rest = uri.get(after_scheme..)?;
     let start = after_scheme + rest.strip_prefix("//").map(|_| 2)?;
-    let len = uri.get(start..)?.find(['/', '?', '#']).unwrap_or(uri.len() - start);
+    let len = uri
+        .get(start..)?
+        .find(['/', '?', '#'])
+        .unwrap_or(uri.len() - start);
     Some(start..start + len)
 }
 
@@ -87,7 +98,12 @@ fn parts(uri: &str) -> Parts<'_> {
         Some((path, query)) => (path, Some(query)),
         None => (rest, None),
     };
-    Parts { scheme, authority, path, query }
+    Parts {
+        scheme,
+        authority,
+        path,
+        query,
+    }
 }
 
 /// Resolve `reference` against the absolute `base`; the result has no fragment.
@@ -96,7 +112,8 @@ pub(super) fn resolve(base: &str, reference: &str) -> String {
     let r = parts(reference);
     let (scheme, authority, path, query);
     if r.scheme.is_some() {
-        (scheme, authority, path, query) = (r.scheme, r.authority, remove_dot_segments(r.path), r.query);
+        (scheme, authority, path, query) =
+            (r.scheme, r.authority, remove_dot_segments(r.path), r.query);
     } else {
         scheme = b.scheme;
         if r.authority.is_some() {

@@ -50,16 +50,21 @@ pub fn record_convert(out: &mut Map<String, Value>, result: Result<ConversationR
 
 /// `None` when every key in `keys` agrees (present on both sides and equal, or absent on
 /// both), otherwise the first difference.
-pub fn compare_fields(keys: &[&str], expected: &Value, actual: &Map<String, Value>) -> Option<String> {
-    keys.iter().find_map(|&key| match (expected.get(key), actual.get(key)) {
-        (None, None) => None,
-        (Some(e), Some(a)) => first_diff(key, e, a),
-        (Some(e), None) => Some(format!(
-            "{key}: expected {e}, got nothing (actual keys {:?})",
-            actual.keys().collect::<Vec<_>>()
-        )),
-        (None, Some(a)) => Some(format!("{key}: unexpected {a}")),
-    })
+pub fn compare_fields(
+    keys: &[&str],
+    expected: &Value,
+    actual: &Map<String, Value>,
+) -> Option<String> {
+    keys.iter()
+        .find_map(|&key| match (expected.get(key), actual.get(key)) {
+            (None, None) => None,
+            (Some(e), Some(a)) => first_diff(key, e, a),
+            (Some(e), None) => Some(format!(
+                "{key}: expected {e}, got nothing (actual keys {:?})",
+                actual.keys().collect::<Vec<_>>()
+            )),
+            (None, Some(a)) => Some(format!("{key}: unexpected {a}")),
+        })
 }
 
 /// Pass, fail and skip counts of one harness run.
@@ -95,7 +100,11 @@ impl Tally {
         for (id, diff) in &self.failures {
             println!("FAIL {id}: {diff}");
         }
-        assert!(self.failures.is_empty(), "{} {harness} cases failed", self.failures.len());
+        assert!(
+            self.failures.is_empty(),
+            "{} {harness} cases failed",
+            self.failures.len()
+        );
     }
 }
 
@@ -108,7 +117,11 @@ pub fn differential(prefix: &str, run_case: impl Fn(&Value) -> Map<String, Value
     let input = std::env::var(&input_var).unwrap_or_else(|_| panic!("{input_var}"));
     let output = std::env::var(&output_var).unwrap_or_else(|_| panic!("{output_var}"));
     let mut lines = Vec::new();
-    for line in std::fs::read_to_string(input).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+    for line in std::fs::read_to_string(input)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+    {
         let case: Value = serde_json::from_str(line).unwrap();
         let result = run_case(&case);
         lines.push(json!({"id": case["id"], "result": result}).to_string());

@@ -39,16 +39,23 @@ impl Outcome {
     pub fn add(&mut self, events: &[ParseEvent]) {
         for event in events {
             match event {
-                ParseEvent::Text { segment: Segment::Reasoning, text } => {
-                    self.reasoning.push_str(text)
-                }
-                ParseEvent::Text { segment: Segment::Content, text } => self.content.push_str(text),
+                ParseEvent::Text {
+                    segment: Segment::Reasoning,
+                    text,
+                } => self.reasoning.push_str(text),
+                ParseEvent::Text {
+                    segment: Segment::Content,
+                    text,
+                } => self.content.push_str(text),
                 ParseEvent::ToolCallStart { index, name } => {
                     assert_eq!(*index, self.calls.len(), "dense call indices");
                     self.calls.push((name.clone(), String::new(), false));
                 }
                 ParseEvent::ToolCallArguments { index, fragment } => {
-                    let call = self.calls.get_mut(*index).expect("arguments after the start");
+                    let call = self
+                        .calls
+                        .get_mut(*index)
+                        .expect("arguments after the start");
                     assert!(!call.2, "arguments after the end");
                     call.1.push_str(fragment);
                 }
@@ -104,8 +111,14 @@ pub fn spell(events: &[ParseEvent]) -> Vec<String> {
     events
         .iter()
         .map(|e| match e {
-            ParseEvent::Text { segment: Segment::Reasoning, text } => format!("r:{text}"),
-            ParseEvent::Text { segment: Segment::Content, text } => format!("c:{text}"),
+            ParseEvent::Text {
+                segment: Segment::Reasoning,
+                text,
+            } => format!("r:{text}"),
+            ParseEvent::Text {
+                segment: Segment::Content,
+                text,
+            } => format!("c:{text}"),
             ParseEvent::ToolCallStart { index, name } => format!("call{index}:{name}"),
             ParseEvent::ToolCallArguments { index, fragment } => format!("arg{index}:{fragment}"),
             ParseEvent::ToolCallEnd { index } => format!("end{index}"),

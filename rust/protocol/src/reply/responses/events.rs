@@ -51,7 +51,11 @@ impl From<&TokenLogprob> for Logprob {
             top_logprobs: lp
                 .top_logprobs
                 .iter()
-                .map(|t| TopLogprob { token: t.token.clone(), logprob: t.logprob, bytes: t.bytes.clone() })
+                .map(|t| TopLogprob {
+                    token: t.token.clone(),
+                    logprob: t.logprob,
+                    bytes: t.bytes.clone(),
+                })
                 .collect(),
         }
     }
@@ -77,8 +81,14 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    ReasoningText { text: String },
-    OutputText { annotations: Empty, logprobs: Vec<Logprob>, text: String },
+    ReasoningText {
+        text: String,
+    },
+    OutputText {
+        annotations: Empty,
+        logprobs: Vec<Logprob>,
+        text: String,
+    },
 }
 
 impl ContentPart {
@@ -146,7 +156,9 @@ impl OutputItem {
     /// The content parts of a reasoning or message item.
     pub fn content_mut(&mut self) -> Option<&mut Vec<ContentPart>> {
         match self {
-            OutputItem::Reasoning { content, .. } | OutputItem::Message { content, .. } => Some(content),
+            OutputItem::Reasoning { content, .. } | OutputItem::Message { content, .. } => {
+                Some(content)
+            }
             _ => None,
         }
     }
@@ -209,7 +221,12 @@ pub struct ResponseObject {
 
 impl ResponseObject {
     /// An in-progress response with no output.
-    pub fn in_progress(id: String, model: String, created_at: u64, settings: Arc<ReportedSettings>) -> Self {
+    pub fn in_progress(
+        id: String,
+        model: String,
+        created_at: u64,
+        settings: Arc<ReportedSettings>,
+    ) -> Self {
         ResponseObject {
             id,
             created_at,
@@ -282,17 +299,37 @@ impl Serialize for ResponseObject {
 #[serde(tag = "type")]
 pub enum ResponsesStreamEvent {
     #[serde(rename = "response.created")]
-    Created { response: Box<ResponseObject>, sequence_number: u64 },
+    Created {
+        response: Box<ResponseObject>,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.in_progress")]
-    InProgress { response: Box<ResponseObject>, sequence_number: u64 },
+    InProgress {
+        response: Box<ResponseObject>,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.completed")]
-    Completed { response: Box<ResponseObject>, sequence_number: u64 },
+    Completed {
+        response: Box<ResponseObject>,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.incomplete")]
-    Incomplete { response: Box<ResponseObject>, sequence_number: u64 },
+    Incomplete {
+        response: Box<ResponseObject>,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.output_item.added")]
-    OutputItemAdded { item: OutputItem, output_index: usize, sequence_number: u64 },
+    OutputItemAdded {
+        item: OutputItem,
+        output_index: usize,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.output_item.done")]
-    OutputItemDone { item: OutputItem, output_index: usize, sequence_number: u64 },
+    OutputItemDone {
+        item: OutputItem,
+        output_index: usize,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.content_part.added")]
     ContentPartAdded {
         content_index: usize,
@@ -318,7 +355,13 @@ pub enum ResponsesStreamEvent {
         sequence_number: u64,
     },
     #[serde(rename = "response.reasoning_text.done")]
-    ReasoningTextDone { content_index: usize, item_id: String, output_index: usize, sequence_number: u64, text: String },
+    ReasoningTextDone {
+        content_index: usize,
+        item_id: String,
+        output_index: usize,
+        sequence_number: u64,
+        text: String,
+    },
     #[serde(rename = "response.output_text.delta")]
     OutputTextDelta {
         content_index: usize,
@@ -338,13 +381,33 @@ pub enum ResponsesStreamEvent {
         text: String,
     },
     #[serde(rename = "response.function_call_arguments.delta")]
-    FunctionCallArgumentsDelta { delta: String, item_id: String, output_index: usize, sequence_number: u64 },
+    FunctionCallArgumentsDelta {
+        delta: String,
+        item_id: String,
+        output_index: usize,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.function_call_arguments.done")]
-    FunctionCallArgumentsDone { arguments: String, item_id: String, output_index: usize, sequence_number: u64 },
+    FunctionCallArgumentsDone {
+        arguments: String,
+        item_id: String,
+        output_index: usize,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.custom_tool_call_input.delta")]
-    CustomToolCallInputDelta { delta: String, item_id: String, output_index: usize, sequence_number: u64 },
+    CustomToolCallInputDelta {
+        delta: String,
+        item_id: String,
+        output_index: usize,
+        sequence_number: u64,
+    },
     #[serde(rename = "response.custom_tool_call_input.done")]
-    CustomToolCallInputDone { input: String, item_id: String, output_index: usize, sequence_number: u64 },
+    CustomToolCallInputDone {
+        input: String,
+        item_id: String,
+        output_index: usize,
+        sequence_number: u64,
+    },
 }
 
 impl ResponsesStreamEvent {

@@ -24,7 +24,9 @@ pub struct PatchInput {
 
 impl Default for PatchInput {
     fn default() -> Self {
-        PatchInput { state: State::Opening(String::new()) }
+        PatchInput {
+            state: State::Opening(String::new()),
+        }
     }
 }
 
@@ -36,7 +38,9 @@ impl PatchInput {
                 held.push_str(fragment);
                 if let Some(rest) = held.strip_prefix(OPENING) {
                     let rest = rest.to_owned();
-                    self.state = State::Value { escape: String::new() };
+                    self.state = State::Value {
+                        escape: String::new(),
+                    };
                     self.unescape(&rest, out);
                 } else if !OPENING.starts_with(held.as_str()) {
                     out.push_str(held);
@@ -106,14 +110,20 @@ fn decode_escape(seq: &str) -> Option<String> {
         return Some(seq.to_owned());
     };
     if hex.len() < 4 {
-        return if hex.chars().all(|c| c.is_ascii_hexdigit()) { None } else { Some(seq.to_owned()) };
+        return if hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            None
+        } else {
+            Some(seq.to_owned())
+        };
     }
     let unit = |s: &str| s.get(..4).and_then(|h| u32::from_str_radix(h, 16).ok());
     let Some(high) = unit(hex) else {
         return Some(seq.to_owned());
     };
     if !(0xD800..0xDC00).contains(&high) {
-        return Some(char::from_u32(high).map_or_else(|| '\u{fffd}'.to_string(), |c| c.to_string()));
+        return Some(
+            char::from_u32(high).map_or_else(|| '\u{fffd}'.to_string(), |c| c.to_string()),
+        );
     }
     // A high surrogate: wait for its `\uDCxx`.
     let rest = hex.get(4..).unwrap_or_default();
@@ -123,7 +133,11 @@ fn decode_escape(seq: &str) -> Option<String> {
             1 => c == 'u',
             _ => c.is_ascii_hexdigit(),
         });
-        return if may_continue { None } else { Some(seq.to_owned()) };
+        return if may_continue {
+            None
+        } else {
+            Some(seq.to_owned())
+        };
     }
     let expected = "\\u";
     let low = rest.strip_prefix(expected).and_then(unit);
@@ -159,22 +173,51 @@ mod tests {
         let cases: &[(&str, &[&str], &[&str])] = &[
             (
                 "input string unescaped",
-                &["{", "\"input", "\": ", "\"", "a\\\"b", "\\\\c\\n", "\"", ", \"x\": 1}"],
+                &[
+                    "{",
+                    "\"input",
+                    "\": ",
+                    "\"",
+                    "a\\\"b",
+                    "\\\\c\\n",
+                    "\"",
+                    ", \"x\": 1}",
+                ],
                 &["", "", "", "", "a\"b", "\\c\n", "", "", ""],
             ),
-            ("other parameter streams the json", &["{", "\"o", "ther\"", ": "], &["", "{\"o", "ther\"", ": ", ""]),
+            (
+                "other parameter streams the json",
+                &["{", "\"o", "ther\"", ": "],
+                &["", "{\"o", "ther\"", ": ", ""],
+            ),
             (
                 "input object diverges at its brace",
                 &["{\"input\": ", "{\"k\": 1}", "}"],
                 &["", "{\"input\": {\"k\": 1}", "}", ""],
             ),
             ("no parameters", &["{}"], &["{}", ""]),
-            ("held prefix flushed at the end", &["{\"inp"], &["", "{\"inp"]),
-            ("escape split across fragments", &["{\"input\": \"", "x\\", "u00", "41y"], &["", "x", "", "Ay", ""]),
-            ("surrogate pair", &["{\"input\": \"\\ud83e\\udd80\""], &["\u{1f980}", ""]),
+            (
+                "held prefix flushed at the end",
+                &["{\"inp"],
+                &["", "{\"inp"],
+            ),
+            (
+                "escape split across fragments",
+                &["{\"input\": \"", "x\\", "u00", "41y"],
+                &["", "x", "", "Ay", ""],
+            ),
+            (
+                "surrogate pair",
+                &["{\"input\": \"\\ud83e\\udd80\""],
+                &["\u{1f980}", ""],
+            ),
         ];
         for (name, fragments, expected) in cases {
-            assert_eq!(run(fragments), expected.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{name}");
+            assert_eq!(
+                run(fragments),
+                expected.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "{name}"
+            );
         }
     }
 }

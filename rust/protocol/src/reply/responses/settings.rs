@@ -63,7 +63,10 @@ impl ReportedSettings {
 
     /// These settings with the scalar settings as conversion typed them.
     pub fn with_scalars(&self, scalars: &ResponsesEcho) -> Self {
-        ReportedSettings { scalars: scalars.clone(), ..self.clone() }
+        ReportedSettings {
+            scalars: scalars.clone(),
+            ..self.clone()
+        }
     }
 
     /// The settings as one JSON object (the form `ReplySettings.echo` carries). Floats are
@@ -87,8 +90,19 @@ impl ReportedSettings {
     pub fn from_value(value: &Value) -> Self {
         let defaults = ReportedSettings::default();
         let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let float = |key: &str, default: f32| value.get(key).and_then(Value::as_f64).map_or(default, |f| f as f32);
-        let object = |key: &str, default: Value| value.get(key).filter(|v| v.is_object()).cloned().unwrap_or(default);
+        let float = |key: &str, default: f32| {
+            value
+                .get(key)
+                .and_then(Value::as_f64)
+                .map_or(default, |f| f as f32)
+        };
+        let object = |key: &str, default: Value| {
+            value
+                .get(key)
+                .filter(|v| v.is_object())
+                .cloned()
+                .unwrap_or(default)
+        };
         ReportedSettings {
             scalars: ResponsesEcho {
                 instructions: string("instructions"),
@@ -107,15 +121,28 @@ impl ReportedSettings {
             },
             reasoning: object("reasoning", defaults.reasoning),
             text: object("text", defaults.text),
-            tool_choice: value.get("tool_choice").filter(|v| !v.is_null()).cloned().unwrap_or(defaults.tool_choice),
-            tools: value.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
+            tool_choice: value
+                .get("tool_choice")
+                .filter(|v| !v.is_null())
+                .cloned()
+                .unwrap_or(defaults.tool_choice),
+            tools: value
+                .get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 }
 
 /// An `f32` as the JSON number its shortest decimal spells.
 fn f32_value(value: f32) -> Value {
-    value.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
 }
 
 /// `key` of `object`, or `null`.
@@ -156,7 +183,9 @@ fn tool_choice(choice: Option<&Value>) -> Value {
     match choice {
         None | Some(Value::Null) => json!("auto"),
         Some(choice @ Value::Object(_)) => match type_of(choice) {
-            Some(kind @ ("function" | "custom")) => json!({"type": kind, "name": field(choice, "name")}),
+            Some(kind @ ("function" | "custom")) => {
+                json!({"type": kind, "name": field(choice, "name")})
+            }
             Some(kind) => json!({"type": kind}),
             None => choice.clone(),
         },
@@ -201,7 +230,11 @@ fn tools(tools: Option<&Value>) -> Vec<Value> {
                 "function" => function(tool),
                 "custom" => custom(tool),
                 "namespace" => {
-                    let members = tool.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                    let members = tool
+                        .get("tools")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
                     let members: Vec<Value> = members
                         .iter()
                         .filter_map(|m| match type_of(m)? {
@@ -239,7 +272,11 @@ fn tools(tools: Option<&Value>) -> Vec<Value> {
 pub fn declares_custom_apply_patch(body: &Value) -> bool {
     body.get("tools")
         .and_then(Value::as_array)
-        .is_some_and(|tools| tools.iter().any(|t| type_of(t) == Some("custom") && field(t, "name") == "apply_patch"))
+        .is_some_and(|tools| {
+            tools
+                .iter()
+                .any(|t| type_of(t) == Some("custom") && field(t, "name") == "apply_patch")
+        })
 }
 
 #[cfg(test)]
@@ -272,7 +309,12 @@ mod tests {
                 "tool_choice",
                 json!({"type": "function", "name": "f"}),
             ),
-            ("absent tool choice is auto", json!({}), "tool_choice", json!("auto")),
+            (
+                "absent tool choice is auto",
+                json!({}),
+                "tool_choice",
+                json!("auto"),
+            ),
             (
                 "json schema format gets description and strict",
                 json!({"text": {"format": {"type": "json_schema", "name": "s", "schema": {}}}}),
@@ -299,7 +341,10 @@ mod tests {
         let settings = ReportedSettings::from_parts(&scalars, &Value::Null);
         let value = settings.to_value();
         assert_eq!(serde_json::to_string(&value["temperature"]).unwrap(), "0.3");
-        assert_eq!(serde_json::to_string(&value["top_p"]).unwrap(), "0.12345679");
+        assert_eq!(
+            serde_json::to_string(&value["top_p"]).unwrap(),
+            "0.12345679"
+        );
         assert_eq!(ReportedSettings::from_value(&value), settings);
     }
 }
