@@ -8,6 +8,7 @@ use deepseek_render::{render, RenderedPrompt};
 use deepseek_tokenize::Tokenizer;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 use crate::conversation::PyConversation;
 use crate::errors;
@@ -32,7 +33,11 @@ impl PyRenderedPrompt {
     }
     #[getter]
     fn image_sources<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        self.inner.image_sources.iter().map(|s| image_to_py(py, s)).collect()
+        self.inner
+            .image_sources
+            .iter()
+            .map(|s| image_to_py(py, s))
+            .collect()
     }
 }
 
@@ -67,19 +72,28 @@ impl Encoder {
     fn render(&self, py: Python<'_>, conversation: &PyConversation) -> PyRenderedPrompt {
         let inner = py.detach(|| render(&conversation.inner, self.version, &self.special_tokens));
         let special_ranges = code_point_ranges(&inner.prompt, &inner.special_ranges);
-        PyRenderedPrompt { inner, special_ranges }
+        PyRenderedPrompt {
+            inner,
+            special_ranges,
+        }
     }
 
-    fn encode(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<Vec<u32>> {
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        conversation: &PyConversation,
+    ) -> PyResult<Bound<'py, PyList>> {
         let tokenizer = self
             .tokenizer
             .clone()
             .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
-        py.detach(|| {
-            let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-            tokenizer.encode_prompt(&prompt.prompt, &prompt.special_ranges)
-        })
-        .map_err(errors::tokenize)
+        let ids = py
+            .detach(|| {
+                let prompt = render(&conversation.inner, self.version, &self.special_tokens);
+                tokenizer.encode_prompt(&prompt.prompt, &prompt.special_ranges)
+            })
+            .map_err(errors::tokenize)?;
+        crate::ids::id_list(py, &ids)
     }
 }
 
@@ -96,7 +110,13 @@ macro_rules! encoding_class {
         impl $rust {
             #[new]
             fn new() -> Self {
-                Self { encoder: Encoder { version: $version, special_tokens: SpecialTokens::default(), tokenizer: None } }
+                Self {
+                    encoder: Encoder {
+                        version: $version,
+                        special_tokens: SpecialTokens::default(),
+                        tokenizer: None,
+                    },
+                }
             }
 
             /// A copy that encodes with `tokenizer`.
@@ -107,18 +127,29 @@ macro_rules! encoding_class {
             }
 
             /// A copy that renders every template token with these spellings.
-            fn with_special_tokens(&self, special_tokens: PyRef<'_, crate::special::PySpecialTokens>) -> Self {
+            fn with_special_tokens(
+                &self,
+                special_tokens: PyRef<'_, crate::special::PySpecialTokens>,
+            ) -> Self {
                 let mut encoder = self.encoder.clone();
                 encoder.special_tokens = special_tokens.inner.clone();
                 Self { encoder }
             }
 
-            fn render_conversation(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyRenderedPrompt {
+            fn render_conversation(
+                &self,
+                py: Python<'_>,
+                conversation: PyRef<'_, PyConversation>,
+            ) -> PyRenderedPrompt {
                 self.encoder.render(py, &conversation)
             }
 
             /// The prompt's token ids: special ranges by lookup, text with no added-token matching.
-            fn encode(&self, py: Python<'_>, conversation: PyRef<'_, PyConversation>) -> PyResult<Vec<u32>> {
+            fn encode<'py>(
+                &self,
+                py: Python<'py>,
+                conversation: PyRef<'_, PyConversation>,
+            ) -> PyResult<Bound<'py, PyList>> {
                 self.encoder.encode(py, &conversation)
             }
         }

@@ -6,6 +6,7 @@
 mod conversation;
 mod encoding;
 mod errors;
+mod ids;
 mod message;
 mod options;
 mod protocol;

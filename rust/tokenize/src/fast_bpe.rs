@@ -52,8 +52,27 @@ thread_local! {
 /// Source of [`FastBpe::serial`]: which table a thread's piece cache was filled by.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// `log2` of the slots of a thread's table of recent whole-token pieces (8192 slots of 32
+/// bytes: it stays in the core's cache).
+const FRONT_BITS: u32 = 13;
+
+impl Default for ThreadState {
+    fn default() -> Self {
+        Self {
+            owner: 0,
+            pieces: Fast::default(),
+            ids: Vec::new(),
+            front: vec![(0, 0); 1 << FRONT_BITS].into_boxed_slice(),
+            memo: MergeMemo::default(),
+            symbols: Vec::new(),
+            next: Vec::new(),
+            previous: Vec::new(),
+            queue: std::collections::BinaryHeap::new(),
+        }
+    }
+}
+
 /// A thread's cache of merged pieces and its merge buffers, borrowed once per text.
-#[derive(Default)]
 struct ThreadState {
     /// The [`FastBpe::serial`] the cache belongs to (0: none yet). Every thread serves one
     /// tokenizer file in practice; another file clears the cache.
@@ -62,7 +81,12 @@ struct ThreadState {
     /// merging them is dearer than a lookup. Each maps to `(start, len)` in `ids`.
     pieces: Fast<u128, (u32, u32)>,
     ids: Vec<u32>,
-    /// Buffers of [`PieceEncoder::merge_long`], kept between pieces.
+    /// Recently seen pieces that are one whole token, one per slot by key hash (key 0,
+    /// the empty piece, which is never looked up, marks a free slot).
+    front: Box<[(u128, u32)]>,
+    /// Recently read merges, by pair (see [`MergeMemo`]).
+    memo: MergeMemo,
+    /// Buffers of [`PieceEncoder::run_queue`], kept between pieces.
     symbols: Vec<u32>,
     next: Vec<usize>,
     previous: Vec<usize>,
@@ -73,6 +97,44 @@ impl ThreadState {
     fn clear_pieces(&mut self) {
         self.pieces.clear();
         self.ids.clear();
+        self.memo = MergeMemo::default();
+        self.front.fill((0, 0));
+    }
+}
+
+/// Slots of a thread's [`MergeMemo`] (16 bytes each: it stays in the core's cache).
+const MEMO_SLOTS: usize = 1 << 13;
+
+/// A direct-mapped memo of merge lookups, one slot per pair hash, in front of the merge
+/// table. Words are made of recurring syllables, so the same pairs are read again and
+/// again; the table itself is megabytes, and each read of it waits on memory.
+struct MergeMemo {
+    /// `(pair, merge)`; the pair `u64::MAX` (two impossible ids) marks an empty slot.
+    slots: Box<[(u64, u64)]>,
+}
+
+impl Default for MergeMemo {
+    fn default() -> Self {
+        Self {
+            slots: vec![(u64::MAX, NO_MERGE); MEMO_SLOTS].into_boxed_slice(),
+        }
+    }
+}
+
+impl MergeMemo {
+    #[inline]
+    fn merge_of(&mut self, bpe: &FastBpe, left: u32, right: u32) -> u64 {
+        let pair = pair_key(left, right);
+        let at = (pair.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize;
+        match self.slots.get_mut(at) {
+            Some(slot) if slot.0 == pair => slot.1,
+            Some(slot) => {
+                let merge = bpe.merge_of(left, right);
+                *slot = (pair, merge);
+                merge
+            }
+            None => bpe.merge_of(left, right),
+        }
     }
 }
 
@@ -305,7 +367,20 @@ impl PieceEncoder<'_> {
             }
             return;
         };
+        // Frequent words are found in a small direct-mapped table first (it stays in the
+        // core's cache); the vocabulary's table is megabytes.
+        let front = (((key as u64) ^ ((key >> 64) as u64)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - FRONT_BITS)) as usize;
+        if let Some(&(seen, id)) = self.state.front.get(front) {
+            if seen == key {
+                ids.push(id);
+                return;
+            }
+        }
         if let Some(&id) = bpe.whole_short.get(&key) {
+            if let Some(slot) = self.state.front.get_mut(front) {
+                *slot = (key, id);
+            }
             ids.push(id);
             return;
         }
@@ -362,7 +437,7 @@ impl PieceEncoder<'_> {
             }
             self.run_queue(ids);
         } else {
-            bpe.merge_short(bytes, ids);
+            bpe.merge_short(bytes, ids, &mut self.state.memo);
         }
     }
 
@@ -378,6 +453,7 @@ impl PieceEncoder<'_> {
             next,
             previous,
             queue,
+            memo,
             ..
         } = &mut *self.state;
         let len = symbols.len();
@@ -394,7 +470,7 @@ impl PieceEncoder<'_> {
             if left_symbol == GONE || right >= len {
                 continue;
             }
-            let merge = bpe.merge_of(left_symbol, symbol(symbols, right));
+            let merge = memo.merge_of(bpe, left_symbol, symbol(symbols, right));
             if merge == NO_MERGE || merge >> 32 != rank {
                 continue;
             }
@@ -413,14 +489,14 @@ impl PieceEncoder<'_> {
                 if let Some(slot) = previous.get_mut(after) {
                     *slot = at;
                 }
-                let merge = bpe.merge_of(merged, symbol(symbols, after));
+                let merge = memo.merge_of(bpe, merged, symbol(symbols, after));
                 if merge != NO_MERGE {
                     queue.push(entry(merge, at));
                 }
             }
             let before = previous.get(at).copied().unwrap_or(usize::MAX);
             if before < len {
-                let merge = bpe.merge_of(symbol(symbols, before), merged);
+                let merge = memo.merge_of(bpe, symbol(symbols, before), merged);
                 if merge != NO_MERGE {
                     queue.push(entry(merge, before));
                 }
@@ -437,7 +513,7 @@ impl PieceEncoder<'_> {
 impl FastBpe {
     /// BPE on a piece of at most [`MAX_PIECE_BYTES`]: a linked list of symbols that keeps
     /// each adjacent pair's merge, so a merge re-reads only the two pairs it changes.
-    fn merge_short(&self, bytes: &[u8], ids: &mut Vec<u32>) {
+    fn merge_short(&self, bytes: &[u8], ids: &mut Vec<u32>, memo: &mut MergeMemo) {
         let len = bytes.len();
         if len == 0 || len > MAX_PIECE_BYTES {
             return;
@@ -473,12 +549,12 @@ impl FastBpe {
             next[best_at] = next.get(gone).copied().unwrap_or(len as u8);
             let after = usize::from(next[best_at]);
             merges[best_at] = if after < len {
-                self.merge_of(symbols[best_at], symbols[after])
+                memo.merge_of(self, symbols[best_at], symbols[after])
             } else {
                 NO_MERGE
             };
             if before < len {
-                merges[before] = self.merge_of(symbols[before], symbols[best_at]);
+                merges[before] = memo.merge_of(self, symbols[before], symbols[best_at]);
             }
         }
         let mut at = 0usize;

@@ -64,6 +64,8 @@ pub(crate) struct V4Pieces {
     classes: Box<[u8]>,
     /// The first 128 entries of `classes`, for the common case.
     ascii: [u8; 128],
+    /// The same, with no class for characters that end a regex 3 piece (digits).
+    ascii_in_word: [u8; 128],
 }
 
 impl V4Pieces {
@@ -170,12 +172,19 @@ impl V4Pieces {
             }
         }
         let mut ascii = [0u8; 128];
-        for (slot, class) in ascii.iter_mut().zip(&classes) {
-            *slot = *class;
+        let mut ascii_in_word = [0u8; 128];
+        for ((slot, in_word), &class) in ascii.iter_mut().zip(&mut ascii_in_word).zip(&classes) {
+            *slot = class;
+            *in_word = if class & (NUMBER | KANJI_KANA) == 0 {
+                class
+            } else {
+                0
+            };
         }
         Some(Self {
             classes: classes.into_boxed_slice(),
             ascii,
+            ascii_in_word,
         })
     }
 
@@ -270,8 +279,13 @@ impl V4Pieces {
     #[inline]
     fn word_end(&self, t: &str, at: usize, k0: u8, n0: usize) -> Option<usize> {
         let bytes = t.as_bytes();
-        let b0 = bytes.get(at).copied().unwrap_or(0);
         let after = at + n0;
+        // A letter or mark starts alternative 2 unless it is ASCII punctuation (never a
+        // letter), so the common case needs no look at the next character.
+        if k0 & (LETTER | MARK) != 0 {
+            return Some(self.word_run_end(t, after, LETTER | MARK));
+        }
+        let b0 = bytes.get(at).copied().unwrap_or(0);
         let (k1, n1) = self.word_char_at(t, after);
         let b1 = if n1 == 0 {
             0
@@ -290,9 +304,6 @@ impl V4Pieces {
             );
         }
         // 2. An optional lead character, then letters and marks.
-        if k0 & (LETTER | MARK) != 0 {
-            return Some(self.word_run_end(t, after, LETTER | MARK));
-        }
         let lead = b0 != b'\r' && b0 != b'\n' && k0 & (LETTER | PUNCT | SYMBOL) == 0;
         if lead && k1 & (LETTER | MARK) != 0 {
             return Some(self.word_run_end(t, after + n1, LETTER | MARK));
@@ -351,12 +362,21 @@ impl V4Pieces {
     /// 3 piece (so it stops at the piece's end).
     #[inline]
     fn word_run_end(&self, t: &str, start: usize, bits: u8) -> usize {
+        let bytes = t.as_bytes();
         let mut end = start;
-        loop {
+        while let Some(&byte) = bytes.get(end) {
+            if byte.is_ascii() {
+                if self.ascii_in_word[usize::from(byte)] & bits == 0 {
+                    return end;
+                }
+                end += 1;
+                continue;
+            }
             match self.word_char_at(t, end) {
                 (class, len) if len > 0 && class & bits != 0 => end += len,
                 _ => return end,
             }
         }
+        end
     }
 }
