@@ -44,7 +44,11 @@ DATA_ROOT = BENCH / ".data"
 PEERS = ("hf", "fastokens", "gigatoken")
 ALL_IMPLS = ("project", "ref") + PEERS
 IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepseek-recipe 0.2.0",
-              "hf": "HF tokenizers", "fastokens": "fastokens", "gigatoken": "gigatoken"}
+              "hf": "HF tokenizers", "fastokens": "fastokens", "gigatoken": "gigatoken",
+              "project-1c": "ours, one core", "fastokens-1c": "fastokens, one core",
+              "gigatoken-1c": "gigatoken, one core"}
+# (e) again, each process pinned to one CPU: the single-thread comparison of the target
+ONE_CORE = ("project", "fastokens", "gigatoken")
 
 # sizes: (a) tokens per conversation, variants; (b) tokens, variants; (c) requests;
 # (d) tokens, rounds; (e) corpus bytes
@@ -264,9 +268,9 @@ def workload_bytes(data: Path, name: str) -> dict[str, list[int]]:
 
 def run_worker(python: Path, impl: str, workloads: list[str], data: Path, out: Path | None, mode: str = "run",
                label: str | None = None, env_extra: dict[str, str] | None = None,
-               timeout: float = 1800) -> dict[str, Any]:
+               timeout: float = 1800, extra_args: list[str] | None = None) -> dict[str, Any]:
     cmd = [str(python), str(BENCH / "worker.py"), "--impl", impl, "--workload", *workloads,
-           "--data", str(data), "--mode", mode]
+           "--data", str(data), "--mode", mode, *(extra_args or [])]
     if out is not None:
         cmd += ["--out", str(out)]
     if label:
@@ -341,7 +345,8 @@ def ratio(x: float | None, y: float | None) -> str:
     return f"{r:.1f}x" if r >= 10 else f"{r:.2f}x" if r >= 0.1 else f"{r:.2g}x"
 
 
-def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]]) -> list[str]:
+def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]],
+                 base: str = "project") -> list[str]:
     kind_batch = name == "c_small"
     rows = ["| implementation | wall s | CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
             "|---|---:|---:|---:|---:|---:|---:|"]
@@ -354,7 +359,7 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
         tw = sum(r["wall"] for r in runs)
         tokens = sum(r["tokens"] for r in runs)
         stats[lb] = (wall, cpu, total_bytes / tw / 1e6, tokens / tw / 1e6)
-    ours = stats.get("project")
+    ours = stats.get(base)
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
         rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} | {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
@@ -452,12 +457,16 @@ def main() -> int:
 
     # one process per implementation runs every workload (one tokenizer load each);
     # ours runs (b) a second time in its own process with RAYON_NUM_THREADS=1
-    jobs: list[tuple[str, str, list[str], dict[str, str]]] = [(impl, impl, names, {}) for impl in impls]
+    jobs: list[tuple[str, str, list[str], dict[str, str], list[str]]] = [
+        (impl, impl, names, {}, []) for impl in impls]
     if "project" in impls and "b_big" in names:
-        jobs.insert(1, ("project-1t", "project", ["b_big"], {"RAYON_NUM_THREADS": "1"}))
-    for label, impl, todo, env in jobs:
+        jobs.insert(1, ("project-1t", "project", ["b_big"], {"RAYON_NUM_THREADS": "1"}, []))
+    if "e_text" in names:
+        jobs += [(f"{impl}-1c", impl, ["e_text"], {}, ["--one-cpu"])
+                 for impl in ONE_CORE if impl in impls]
+    for label, impl, todo, env, extra in jobs:
         log(f"run {IMPL_NAMES.get(label, label)}: {', '.join(todo)}")
-        r = run_worker(pythons[impl], impl, todo, data, out, label=label, env_extra=env)
+        r = run_worker(pythons[impl], impl, todo, data, out, label=label, env_extra=env, extra_args=extra)
         info[label] = {k: v for k, v in r.items() if k != "workloads"}
         if r["status"] == "unavailable":
             msg = f"{IMPL_NAMES.get(label, label)}: not available here ({r['error']}); skipped"
@@ -502,8 +511,10 @@ def main() -> int:
                  "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
                  "and rendering (see README).")
     for n in names:
-        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS]
+        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS, *(f"{i}-1c" for i in ONE_CORE)]
                   if lb in results and n in results[lb]["workloads"]]
+        one_core = [lb for lb in labels if lb.endswith("-1c")]
+        labels = [lb for lb in labels if lb not in one_core]
         lines += ["", f"### {TITLES[n]}", ""]
         if not labels:
             lines.append("(no implementation finished this workload)")
@@ -526,17 +537,21 @@ def main() -> int:
                             " (times are the median per item)"))
             lines.append("")
             lines += table_simple(n, labels, results, nbytes)
+            if one_core and "project-1c" in one_core:
+                lines += ["", "The same on one core (each process pinned to one CPU, ours with "
+                              "RAYON_NUM_THREADS=1): the single-thread comparison.", ""]
+                lines += table_simple(n, one_core, results, nbytes, base="project-1c")
             if n == "b_big" and "project" in labels and "project-1t" in labels:
                 w2 = statistics.median(r["wall"] for r in results["project"]["workloads"][n]["runs"])
                 w1 = statistics.median(r["wall"] for r in results["project-1t"]["workloads"][n]["runs"])
                 lines += ["", f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
                               f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)"]
-        mm = compare_ids(out, n, labels, results)
+        mm = compare_ids(out, n, labels + one_core, results)
         if mm:
             mismatches += mm
             lines += [""] + ["```"] + mm + ["```"]
         else:
-            lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels)}"]
+            lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels + one_core)}"]
     if failures:
         lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
     lines.append(f"\ntotal bench time {(dt.datetime.now(dt.timezone.utc) - started).total_seconds():.0f} s")

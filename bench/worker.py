@@ -21,7 +21,10 @@ exactly the encoding rule of the behaviour spec, section 9. Their times therefor
 parsing, conversion and rendering, which the `deepseek_recipe` implementations include.
 
 Timing: wall time (`time.perf_counter`) and process CPU time (`time.process_time`, all
-threads of the process) around each measured call. Every workload starts with a warm-up
+threads of the process) around each measured call. Each item is measured once: a repeat would find
+the same text in the caches (ours and the peers' alike). With `--one-cpu` the process is
+pinned to one CPU before anything is imported, so every implementation, whatever its own
+thread pool, runs on a single core. Every workload starts with a warm-up
 on different content (another seed) so that code paths and allocators are warm but no
 cache holds the measured text.
 """
@@ -259,8 +262,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--mode", choices=("run", "prep"), default="run")
     ap.add_argument("--label", help="names the ids files (default: --impl)")
+    ap.add_argument("--one-cpu", action="store_true", help="pin this process to one CPU first")
     a = ap.parse_args()
     result: dict[str, Any] = {"impl": a.impl}
+    if a.one_cpu:
+        # Before any import: thread pools sized from the CPUs this process may use see one.
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        os.environ["RAYON_NUM_THREADS"] = "1"
+        result["cpus"] = 1
     try:
         t0 = time.perf_counter()
         is_recipe = a.impl in ("project", "ref")

@@ -21,6 +21,9 @@ pub(crate) struct TokenTrie {
     ids: Vec<Option<u32>>,
     /// Whether a token starts with each byte (a fast pre-check).
     first: [bool; 256],
+    /// The bytes tokens start with, when there are at most three (DeepSeek's all start
+    /// with `<` or `｜`'s first byte): then the text is scanned for them by `memchr`.
+    few_firsts: Option<Vec<u8>>,
 }
 
 impl TokenTrie {
@@ -29,6 +32,7 @@ impl TokenTrie {
             children: vec![Vec::new()],
             ids: vec![None],
             first: [false; 256],
+            few_firsts: None,
         };
         for (token, id) in tokens {
             let Some(&first) = token.as_bytes().first() else {
@@ -57,7 +61,22 @@ impl TokenTrie {
                 *slot = Some(id);
             }
         }
+        let firsts: Vec<u8> = (0..=u8::MAX)
+            .filter(|&byte| trie.first[usize::from(byte)])
+            .collect();
+        trie.few_firsts = (firsts.len() <= 3).then_some(firsts);
         trie
+    }
+
+    /// Offset in `rest` of the first byte a token starts with.
+    fn next_start(&self, rest: &[u8]) -> Option<usize> {
+        match self.few_firsts.as_deref() {
+            Some([]) => None,
+            Some(&[a]) => memchr::memchr(a, rest),
+            Some(&[a, b]) => memchr::memchr2(a, b, rest),
+            Some(&[a, b, c]) => memchr::memchr3(a, b, c, rest),
+            _ => rest.iter().position(|&b| self.first[usize::from(b)]),
+        }
     }
 
     /// The longest token starting at `at`: its end and id.
@@ -88,10 +107,7 @@ impl TokenTrie {
         let mut at = range.start;
         let end = range.end.min(text.len());
         while at < end {
-            let Some(offset) = text
-                .get(at..end)
-                .and_then(|rest| rest.iter().position(|&b| self.first[usize::from(b)]))
-            else {
+            let Some(offset) = text.get(at..end).and_then(|rest| self.next_start(rest)) else {
                 return;
             };
             at += offset;

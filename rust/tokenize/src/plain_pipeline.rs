@@ -112,18 +112,20 @@ impl PlainPipeline {
         }
     }
 
-    /// Encode `text` with `model` (and `bpe`, the same merges on ids, for short pieces when
-    /// it is ready). Long texts are cut and encoded in parallel when allowed.
+    /// Append the ids of `text` to `ids`, by `model` (and `bpe`, the same merges on ids,
+    /// when it is ready). Long texts are cut and encoded in parallel when allowed.
     pub(crate) fn encode(
         &self,
         model: &ModelWrapper,
         bpe: Option<&FastBpe>,
         text: &str,
-    ) -> tokenizers::Result<Vec<u32>> {
-        if !self.deepseek_v4 || text.len() < 2 * CHUNK_BYTES {
-            let mut ids = Vec::with_capacity(text.len() / 3);
-            self.encode_whole(model, bpe, text, &mut ids)?;
-            return Ok(ids);
+        ids: &mut Vec<u32>,
+    ) -> tokenizers::Result<()> {
+        let alone =
+            !self.deepseek_v4 || text.len() < 2 * CHUNK_BYTES || rayon::current_num_threads() == 1;
+        if alone {
+            ids.reserve(text.len() / 4);
+            return self.encode_whole(model, bpe, text, ids);
         }
         let chunks = cut(text, CHUNK_BYTES);
         let encoded = chunks
@@ -133,7 +135,11 @@ impl PlainPipeline {
                 self.encode_whole(model, bpe, chunk, &mut ids).map(|()| ids)
             })
             .collect::<tokenizers::Result<Vec<Vec<u32>>>>()?;
-        Ok(encoded.concat())
+        ids.reserve(encoded.iter().map(Vec::len).sum());
+        for chunk in encoded {
+            ids.extend_from_slice(&chunk);
+        }
+        Ok(())
     }
 
     /// Encode `text` in one run, appending the ids to `ids`.

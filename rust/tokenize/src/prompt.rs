@@ -98,8 +98,15 @@ impl Tokenizer {
         parallelism: Parallelism,
     ) -> Result<Vec<u32>, TokenizeError> {
         let segments = Segments::cut(prompt, special_ranges)?;
+        // A prompt that extends a recent one reuses its ids up to their last shared special.
+        let reused = self.prefix_cache.longest(prompt, special_ranges);
+        let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
+        let fresh_gaps = segments.gaps.get(skip..).unwrap_or_default();
+        // The reused specials were looked up when their prompt was encoded.
         let special_ids = segments
             .specials
+            .get(skip..)
+            .unwrap_or_default()
             .iter()
             .map(|spelling| {
                 self.added_token_id(spelling).ok_or_else(|| {
@@ -110,10 +117,6 @@ impl Tokenizer {
                 })
             })
             .collect::<Result<Vec<u32>, _>>()?;
-        // A prompt that extends a recent one reuses its ids up to their last shared special.
-        let reused = self.prefix_cache.longest(prompt, special_ranges);
-        let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
-        let fresh_gaps = segments.gaps.get(skip..).unwrap_or_default();
         // Small prompts are not worth handing to the pool.
         let fresh_bytes: usize = fresh_gaps.iter().map(|gap| gap.len()).sum();
         let parallelism = if fresh_bytes < MIN_PARALLEL_BYTES {
@@ -142,12 +145,12 @@ impl Tokenizer {
                 .sum::<usize>();
         let mut ids = Vec::with_capacity(total);
         ids.extend_from_slice(prefix);
-        let mut special_ends = Vec::with_capacity(special_ids.len());
+        let mut special_ends = Vec::with_capacity(segments.specials.len());
         if let Some((entry, _)) = &reused {
             special_ends.extend(entry.special_ends_through(skip));
         }
         let mut gaps = gap_ids.iter();
-        for &special in special_ids.get(skip..).unwrap_or_default() {
+        for &special in &special_ids {
             ids.extend_from_slice(gaps.next().map(GapIds::as_slice).unwrap_or_default());
             ids.push(special);
             special_ends.push(ids.len());

@@ -128,14 +128,16 @@ impl Tokenizer {
             for (range, id) in split.matches(text) {
                 let gap = text.get(cursor..range.start).unwrap_or_default();
                 if !gap.is_empty() {
-                    ids.extend(self.encode_plain(gap).map_err(as_encode_error)?);
+                    self.encode_plain_into(gap, &mut ids)
+                        .map_err(as_encode_error)?;
                 }
                 ids.push(id);
                 cursor = range.end;
             }
             let rest = text.get(cursor..).unwrap_or_default();
             if !rest.is_empty() {
-                ids.extend(self.encode_plain(rest).map_err(as_encode_error)?);
+                self.encode_plain_into(rest, &mut ids)
+                    .map_err(as_encode_error)?;
             }
             return Ok(ids);
         }
@@ -157,13 +159,21 @@ impl Tokenizer {
     /// Like the reference, truncation and padding configured in `tokenizer.json` apply to
     /// each call (so to each prompt gap); the DeepSeek file configures neither.
     pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
+        let mut ids = Vec::new();
+        self.encode_plain_into(text, &mut ids)?;
+        Ok(ids)
+    }
+
+    /// [`Tokenizer::encode_plain`], appending to `ids`.
+    pub fn encode_plain_into(&self, text: &str, ids: &mut Vec<u32>) -> Result<(), TokenizeError> {
         if let Some(direct) = &self.direct {
             let bpe = self.fast_bpe.get().and_then(Option::as_ref);
             return direct
-                .encode(self.plain.get_model(), bpe, text)
+                .encode(self.plain.get_model(), bpe, text, ids)
                 .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e));
         }
-        self.encode_plain_by_tokenizers(text)
+        ids.extend(self.encode_plain_by_tokenizers(text)?);
+        Ok(())
     }
 
     /// [`Tokenizer::encode_plain`] always through `tokenizers`' own pipeline (the definition

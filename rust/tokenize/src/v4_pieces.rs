@@ -66,6 +66,9 @@ pub(crate) struct V4Pieces {
     ascii: [u8; 128],
     /// The same, with no class for characters that end a regex 3 piece (digits).
     ascii_in_word: [u8; 128],
+    /// Whether the ASCII letters and marks are exactly `A`–`Z` and `a`–`z` (true of every
+    /// Unicode version): then runs of them are found eight bytes at a time.
+    ascii_letters_are_alphabetic: bool,
 }
 
 impl V4Pieces {
@@ -181,10 +184,14 @@ impl V4Pieces {
                 0
             };
         }
+        let ascii_letters_are_alphabetic = (0..128u8).all(|b| {
+            (ascii_in_word[usize::from(b)] & (LETTER | MARK) != 0) == b.is_ascii_alphabetic()
+        });
         Some(Self {
             classes: classes.into_boxed_slice(),
             ascii,
             ascii_in_word,
+            ascii_letters_are_alphabetic,
         })
     }
 
@@ -364,6 +371,17 @@ impl V4Pieces {
     fn word_run_end(&self, t: &str, start: usize, bits: u8) -> usize {
         let bytes = t.as_bytes();
         let mut end = start;
+        if bits == LETTER | MARK && self.ascii_letters_are_alphabetic {
+            // Eight bytes at a time while they are all ASCII letters (no branch per byte).
+            while let Some(chunk) = bytes.get(end..).and_then(|rest| rest.first_chunk::<8>()) {
+                let others = not_ascii_letters(u64::from_le_bytes(*chunk));
+                if others != 0 {
+                    end += (others.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                end += 8;
+            }
+        }
         while let Some(&byte) = bytes.get(end) {
             if byte.is_ascii() {
                 if self.ascii_in_word[usize::from(byte)] & bits == 0 {
@@ -378,5 +396,38 @@ impl V4Pieces {
             }
         }
         end
+    }
+}
+
+/// The high bit of each byte of `word` (little-endian) that is not an ASCII letter.
+fn not_ascii_letters(word: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Fold case, keep seven bits: no byte can carry into the next below.
+    let folded = (word | 0x2020_2020_2020_2020) & !HIGH;
+    let from_a = folded + 0x1f1f_1f1f_1f1f_1f1f; // high bit: folded >= b'a'
+    let past_z = folded + 0x0505_0505_0505_0505; // high bit: folded > b'z'
+    let letters = from_a & !past_z & !word & HIGH; // and the byte itself is ASCII
+    !letters & HIGH
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_ascii_letters;
+
+    #[test]
+    fn eight_bytes_at_a_time_finds_the_first_non_letter_of_every_byte_value() {
+        for byte in 0..=u8::MAX {
+            for at in 0..8 {
+                let mut word = *b"abcdWXYZ";
+                word[at] = byte;
+                let found = not_ascii_letters(u64::from_le_bytes(word));
+                let want = if byte.is_ascii_alphabetic() {
+                    0
+                } else {
+                    0x80u64 << (8 * at)
+                };
+                assert_eq!(found, want, "byte {byte:#x} at {at}");
+            }
+        }
     }
 }
