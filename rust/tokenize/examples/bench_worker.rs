@@ -52,7 +52,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokenizer = Tokenizer::from_file(path.as_ref())?;
     let load = started.elapsed().as_secs_f64();
     println!("{label}: load {load:.3} s");
-    tokenizer.warm_up();
     println!(
         "{label}: kanji/kana characters merged whole: {}",
         tokenizer.char_merge_characters()

@@ -98,7 +98,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokenizer = Tokenizer::from_file(path.as_ref())?.with_gap_cache_bytes(0);
     println!("load: {:.0} ms", millis(started));
     let started = Instant::now();
-    tokenizer.warm_up();
     println!(
         "warm-up (splitter classes, once per process): {:.0} ms",
         millis(started)
@@ -145,7 +144,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // An agent loop: the same conversation re-encoded with one more turn, gap cache on.
     let cached = Tokenizer::from_file(path.as_ref())?;
-    cached.warm_up();
     let (prompt, ranges) = conversation(200, 1200);
     let started = Instant::now();
     cached.encode_prompt(&prompt, &ranges)?;

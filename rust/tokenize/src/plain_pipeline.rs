@@ -91,9 +91,6 @@ impl PlainPipeline {
             .into_iter()
             .map(|pattern| SysRegex::new(pattern).ok())
             .collect::<Option<Vec<_>>>()?;
-        if deepseek_v4 {
-            V4Pieces::probe_in_background();
-        }
         Some(Self {
             splits,
             deepseek_v4,
@@ -105,7 +102,7 @@ impl PlainPipeline {
         self.deepseek_v4
     }
 
-    /// Wait until the hand-written splitter can be used (no-op for other shapes).
+    /// Read the hand-written splitter's classes now, if not yet (no-op for other shapes).
     pub(crate) fn warm_up(&self) {
         if self.deepseek_v4 {
             V4Pieces::shared();

@@ -25,9 +25,9 @@ pub struct Tokenizer {
     full: HfTokenizer,
     /// The same pipeline with no added vocabulary: what prompt text is encoded with.
     plain: Arc<HfTokenizer>,
-    /// The plain model's merges on ids (`fast_bpe.rs`), built in the background at load;
-    /// `None` inside when the model is not a plain byte-level BPE.
-    fast_bpe: Arc<OnceLock<Option<FastBpe>>>,
+    /// The plain model's merges on ids (`fast_bpe.rs`), built at load; `None` when the
+    /// model is not a plain byte-level BPE (or the direct pipeline does not apply).
+    fast_bpe: Option<FastBpe>,
     /// The plain pipeline run directly, when the file's shape allows it (same ids, faster).
     direct: Option<PlainPipeline>,
     /// Added-vocabulary spelling to id, for special ranges.
@@ -99,14 +99,15 @@ impl Tokenizer {
             .collect();
         let direct = PlainPipeline::recognise(&plain);
         let added_split = direct.as_ref().and_then(|_| added_split(&full));
+        // The fast tables are built now, the splitter's classes beside the merge tables,
+        // so no request ever waits for them or takes the slow path meanwhile.
+        let fast_bpe = direct.as_ref().and_then(|direct| {
+            std::thread::scope(|scope| {
+                scope.spawn(|| direct.warm_up());
+                FastBpe::build(plain.get_model())
+            })
+        });
         let plain = Arc::new(plain);
-        let fast_bpe = Arc::new(OnceLock::new());
-        if direct.is_some() {
-            let (plain, fast_bpe) = (Arc::clone(&plain), Arc::clone(&fast_bpe));
-            rayon::spawn(move || {
-                fast_bpe.get_or_init(|| FastBpe::build(plain.get_model()));
-            });
-        }
         Self {
             full,
             plain,
@@ -167,7 +168,7 @@ impl Tokenizer {
     /// [`Tokenizer::encode_plain`], appending to `ids`.
     pub fn encode_plain_into(&self, text: &str, ids: &mut Vec<u32>) -> Result<(), TokenizeError> {
         if let Some(direct) = &self.direct {
-            let bpe = self.fast_bpe.get().and_then(Option::as_ref);
+            let bpe = self.fast_bpe.as_ref();
             return direct
                 .encode(self.plain.get_model(), bpe, text, ids)
                 .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e));
@@ -195,39 +196,22 @@ impl Tokenizer {
     }
 
     /// Whether the file has exactly the DeepSeek V4 pre-tokenizer, which is then split by
-    /// hand (`v4_pieces.rs`, after [`Tokenizer::warm_up`] or once ready) and long texts are
-    /// cut at safe newlines and encoded in parallel.
+    /// hand (`v4_pieces.rs`) and long texts are cut at safe newlines and encoded in parallel.
     pub fn uses_deepseek_v4_splitter(&self) -> bool {
         self.direct
             .as_ref()
             .is_some_and(PlainPipeline::is_deepseek_v4)
     }
 
-    /// Wait until every fast path is ready. Loading starts, in the background, reading the
-    /// character classes of the hand-written DeepSeek V4 splitter (once per process) and
-    /// building the merge table on ids (once per tokenizer), a fraction of a second each;
-    /// until they are done the same ids come from the regex engine and the model. Call this
-    /// before measuring, or to pay that cost up front.
-    pub fn warm_up(&self) {
-        if let Some(direct) = &self.direct {
-            direct.warm_up();
-            self.fast_bpe
-                .get_or_init(|| FastBpe::build(self.plain.get_model()));
-        }
-    }
-
-    /// Whether short pieces are merged on ids directly (`fast_bpe.rs`), once ready.
+    /// Whether pieces are merged on ids directly (`fast_bpe.rs`).
     pub fn uses_fast_bpe(&self) -> bool {
-        self.fast_bpe.get().is_some_and(Option::is_some)
+        self.fast_bpe.is_some()
     }
 
     /// How many kanji and kana characters merge from their own ids in runs of them, which
     /// the merge table was checked to allow (`char_merge.rs`); 0 until ready.
     pub fn char_merge_characters(&self) -> usize {
-        self.fast_bpe
-            .get()
-            .and_then(Option::as_ref)
-            .map_or(0, FastBpe::merges_characters)
+        self.fast_bpe.as_ref().map_or(0, FastBpe::merges_characters)
     }
 
     /// The id of `spelling` in the added vocabulary, if it is there (special or not).

@@ -83,16 +83,6 @@ impl V4Pieces {
         SHARED.get().and_then(Option::as_ref)
     }
 
-    /// Start reading the classes on the rayon pool, so loading a tokenizer does not wait
-    /// for it; until it is done, callers split with the regexes themselves (same pieces).
-    pub(crate) fn probe_in_background() {
-        if SHARED.get().is_none() {
-            rayon::spawn(|| {
-                Self::shared();
-            });
-        }
-    }
-
     /// Match the classes against a text of every code point, in ascending order, and record
     /// the code point ranges of the matches. Letters, marks, numbers, punctuation and
     /// symbols are disjoint (general categories), so one pass finds their runs and a
@@ -151,7 +141,7 @@ impl V4Pieces {
             Some(runs)
         };
         // Threads of their own, not rayon's: a caller waiting for this table may hold the
-        // only rayon thread (`warm_up` with RAYON_NUM_THREADS=1 would deadlock).
+        // only rayon thread (with RAYON_NUM_THREADS=1 that would deadlock).
         let found = std::thread::scope(|scope| {
             let passes: Vec<_> = passes
                 .iter()

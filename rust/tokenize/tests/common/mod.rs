@@ -46,12 +46,7 @@ pub fn tokenizer_path() -> PathBuf {
 /// The DeepSeek V4 tokenizer, loaded once per test binary.
 pub fn tokenizer() -> &'static Tokenizer {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
-    TOKENIZER.get_or_init(|| {
-        let tokenizer = Tokenizer::from_file(&tokenizer_path()).expect("load tokenizer.json");
-        // Test the fast path: wait for the hand-written splitter instead of racing it.
-        tokenizer.warm_up();
-        tokenizer
-    })
+    TOKENIZER.get_or_init(|| Tokenizer::from_file(&tokenizer_path()).expect("load tokenizer.json"))
 }
 
 /// The raw `tokenizer.json` text.
