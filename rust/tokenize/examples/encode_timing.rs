@@ -97,11 +97,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let tokenizer = Tokenizer::from_file(path.as_ref())?.with_gap_cache_bytes(0);
     println!("load: {:.0} ms", millis(started));
-    let started = Instant::now();
-    println!(
-        "warm-up (splitter classes, once per process): {:.0} ms",
-        millis(started)
-    );
 
     for (label, turns, words) in [("200 turns", 200, 1200), ("1 turn", 1, 240_000)] {
         let (prompt, ranges) = conversation(turns, words);
@@ -155,6 +150,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "201 turns, warm gap cache: {} ids in {:.1} ms",
         ids.len(),
         millis(started)
+    );
+    // The same turn again and again (200 and 201 turns in alternation): what a new turn
+    // costs once the conversation is known.
+    let (shorter, shorter_ranges) = conversation(200, 1200);
+    let rounds = std::env::var("DEEPSEEK_TIMING_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .unwrap_or(100u32);
+    let started = Instant::now();
+    for _ in 0..rounds {
+        cached.encode_prompt(&shorter, &shorter_ranges)?;
+        cached.encode_prompt(&prompt, &ranges)?;
+    }
+    println!(
+        "200 and 201 turns in alternation: {:.2} ms per encode",
+        millis(started) / f64::from(2 * rounds)
     );
     Ok(())
 }

@@ -6,13 +6,19 @@
 //! Bounded by a byte budget (text plus ids) in two generations: entries are added to the
 //! current one; when it exceeds half the budget it becomes the previous one and the old
 //! previous is dropped. A hit in the previous generation moves the entry back to current.
-//! Small gaps are not cached: encoding them costs less than the bookkeeping.
+//! Small gaps are not cached: encoding them costs less than the bookkeeping; nor are huge
+//! ones (see [`MAX_CACHED_GAP`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Gaps shorter than this many bytes are encoded every time.
 pub(crate) const MIN_CACHED_GAP: usize = 256;
+
+/// Gaps longer than this are encoded every time too: hashing and copying one costs
+/// milliseconds on the request's one-threaded path (a 1M-token message's gap is 4 MB),
+/// and a prompt that is re-sent with it is served by the prefix cache anyway.
+pub(crate) const MAX_CACHED_GAP: usize = 1 << 20;
 
 pub(crate) struct GapCache {
     budget: usize,

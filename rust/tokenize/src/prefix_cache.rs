@@ -46,14 +46,37 @@ impl Encoded {
         self.prompt.len() + self.ids.len() * 4 + self.ranges.len() * 24
     }
 
-    /// How many leading specials (with the gaps before them) `prompt` shares with this one.
-    fn shared_specials(&self, prompt: &str, ranges: &[Range<usize>]) -> usize {
-        let common = common_prefix(self.prompt.as_bytes(), prompt.as_bytes());
-        self.ranges
+    /// How many leading specials (with the gaps before them) `prompt` shares with this
+    /// one, if more than `at_least` (the bytes are compared only then).
+    fn shared_specials(&self, prompt: &str, ranges: &[Range<usize>], at_least: usize) -> usize {
+        let same_ranges = self
+            .ranges
             .iter()
             .zip(ranges)
-            .take_while(|(mine, theirs)| mine == theirs && mine.end <= common)
+            .take_while(|(mine, theirs)| mine == theirs)
+            .count();
+        if same_ranges <= at_least {
+            return 0;
+        }
+        let end = same_ranges
+            .checked_sub(1)
+            .and_then(|last| self.ranges.get(last))
+            .map_or(0, |range| range.end);
+        let (mine, theirs) = (self.prompt.as_bytes(), prompt.as_bytes());
+        let common = common_prefix(
+            mine.get(..end).unwrap_or(mine),
+            theirs.get(..end).unwrap_or(theirs),
+        );
+        self.ranges
+            .iter()
+            .take(same_ranges)
+            .take_while(|range| range.end <= common)
             .count()
+    }
+
+    /// Whether this entry is exactly `prompt` with `ranges` (lengths compared first).
+    fn is(&self, prompt: &str, ranges: &[Range<usize>]) -> bool {
+        self.prompt.len() == prompt.len() && *self.ranges == *ranges && *self.prompt == *prompt
     }
 
     /// The first `specials` entries of [`Encoded::special_ends`].
@@ -120,24 +143,39 @@ impl PrefixCache {
             return None;
         }
         let entries: Vec<Arc<Encoded>> = self.lock().clone();
-        entries
-            .into_iter()
-            .map(|entry| {
-                let shared = entry.shared_specials(prompt, ranges);
-                (entry, shared)
-            })
-            .filter(|(_, shared)| *shared > 0)
-            .max_by_key(|(_, shared)| *shared)
+        // Most recent first: in an agent loop it is the one the prompt extends, and the
+        // others then need no byte comparison.
+        let mut best: Option<(Arc<Encoded>, usize)> = None;
+        for entry in entries.into_iter().rev() {
+            let at_least = best.as_ref().map_or(0, |(_, shared)| *shared);
+            let shared = entry.shared_specials(prompt, ranges, at_least);
+            if shared > at_least {
+                best = Some((entry, shared));
+            }
+        }
+        best
     }
 
-    /// Keep `entry` as the most recent prompt, dropping the oldest beyond the bounds.
-    pub(crate) fn insert(&self, entry: Encoded) {
-        let cost = entry.cost();
-        if self.budget == 0 || cost > self.budget / 2 || entry.prompt.len() < MIN_PREFIX_PROMPT {
+    /// Keep this encoded prompt as the most recent one, dropping the oldest beyond the
+    /// bounds; a prompt kept already only moves to the front (nothing is copied).
+    pub(crate) fn insert(
+        &self,
+        prompt: &str,
+        ranges: &[Range<usize>],
+        ids: &[u32],
+        special_ends: Vec<usize>,
+    ) {
+        let cost = prompt.len() + ids.len() * 4 + ranges.len() * 24;
+        if self.budget == 0 || cost > self.budget / 2 || prompt.len() < MIN_PREFIX_PROMPT {
             return;
         }
         let mut entries = self.lock();
-        entries.push(Arc::new(entry));
+        if let Some(same) = entries.iter().position(|kept| kept.is(prompt, ranges)) {
+            let kept = entries.remove(same);
+            entries.push(kept);
+            return;
+        }
+        entries.push(Arc::new(Encoded::new(prompt, ranges, ids, special_ends)));
         while entries.len() > ENTRIES
             || entries.iter().map(|entry| entry.cost()).sum::<usize>() > self.budget / 2
         {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
-use crate::gap_cache::MIN_CACHED_GAP;
-use crate::prefix_cache::{Encoded, MIN_PREFIX_PROMPT};
+use crate::gap_cache::{MAX_CACHED_GAP, MIN_CACHED_GAP};
+
 use crate::tokenizer::Tokenizer;
 
 /// Prompts whose gaps to encode total fewer bytes are encoded on the calling thread.
@@ -158,16 +158,15 @@ impl Tokenizer {
         for gap in gaps {
             ids.extend_from_slice(gap.as_slice());
         }
-        if prompt.len() >= MIN_PREFIX_PROMPT {
-            self.prefix_cache
-                .insert(Encoded::new(prompt, special_ranges, &ids, special_ends));
-        }
+        self.prefix_cache
+            .insert(prompt, special_ranges, &ids, special_ends);
         Ok(ids)
     }
 
-    /// One gap's ids, from the gap cache when the gap is long enough to be worth it.
+    /// One gap's ids, from the gap cache when the gap's size is worth it (see `gap_cache.rs`).
     fn encode_gap(&self, gap: &str) -> Result<GapIds, TokenizeError> {
-        if gap.len() < MIN_CACHED_GAP || self.gap_cache.budget() == 0 {
+        let cached = (MIN_CACHED_GAP..=MAX_CACHED_GAP).contains(&gap.len());
+        if !cached || self.gap_cache.budget() == 0 {
             return self.encode_plain(gap).map(GapIds::Owned);
         }
         if let Some(ids) = self.gap_cache.get(gap) {
