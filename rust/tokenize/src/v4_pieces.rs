@@ -226,9 +226,29 @@ impl V4Pieces {
     /// end). Characters where no regex 3 alternative starts gather into one piece until
     /// the next match or the end of their regex 3 piece.
     pub(crate) fn each_piece(&self, text: &str, emit: &mut impl FnMut(Range<usize>)) {
+        let bytes = text.as_bytes();
         let mut at = 0;
         let mut unmatched: Option<usize> = None;
         while at < text.len() {
+            // Most pieces are an ASCII word, maybe after one space: alternative 2 of regex 3
+            // (`word_end` would find the same, after reading both characters' classes).
+            if self.ascii_letters_are_alphabetic {
+                let letters_from = match bytes.get(at..at + 2) {
+                    Some([b' ', second]) if second.is_ascii_alphabetic() => Some(at + 2),
+                    Some([first, _]) if first.is_ascii_alphabetic() => Some(at + 1),
+                    None if bytes.get(at).is_some_and(u8::is_ascii_alphabetic) => Some(at + 1),
+                    _ => None,
+                };
+                if let Some(from) = letters_from {
+                    if let Some(from) = unmatched.take() {
+                        emit(from..at);
+                    }
+                    let end = self.word_run_end(text, from, LETTER | MARK);
+                    emit(at..end);
+                    at = end;
+                    continue;
+                }
+            }
             let (class, len) = self.char_at(text, at);
             if len == 0 {
                 break;
