@@ -28,13 +28,8 @@ fn kanji_kana_runs_match_tokenizers() {
         .chain(0x4e00..=0x9fa5)
         .filter_map(char::from_u32)
         .collect();
-    let mut state: u64 = 0xc3c3;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        usize::try_from(state >> 33).unwrap()
-    };
+    let mut rng = common::Lcg(0xc3c3);
+    let mut next = || rng.next();
     for round in 0..3000 {
         let mut text = String::new();
         for _ in 0..1 + next() % 30 {
@@ -61,13 +56,8 @@ fn word_pieces_of_every_length_match_tokenizers() {
     let letters: Vec<char> = "eeeeeettttaaaoooiiinnnsssshhrrdllcumwfgypbvkjxqz EEETAON éüñß中ж"
         .chars()
         .collect();
-    let mut state: u64 = 7;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        usize::try_from(state >> 33).unwrap()
-    };
+    let mut rng = common::Lcg(7);
+    let mut next = || rng.next();
     for round in 0..4000 {
         let len = 1 + next() % 90;
         let text: String = (0..len).map(|_| letters[next() % letters.len()]).collect();
@@ -131,12 +121,9 @@ fn long_texts_cut_at_newlines_match_tokenizers() {
     ];
     for (round, repeat) in [(0, 6000), (1, 12000)] {
         let mut text = String::new();
-        let mut state: u64 = 99 + round;
+        let mut rng = common::Lcg(99 + round);
         for line in 0..repeat {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let start = line_starts[usize::try_from(state >> 33).unwrap() % line_starts.len()];
+            let start = line_starts[rng.next() % line_starts.len()];
             text.push_str(start);
             text.push_str(if line % 3 == 0 {
                 " some text, more: 42.\n"
@@ -215,13 +202,8 @@ const POOL: &[&str] = &[
 #[test]
 fn generated_texts_match_tokenizers() {
     let tokenizer = common::tokenizer();
-    let mut state: u64 = 0x5eed;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        usize::try_from(state >> 33).unwrap()
-    };
+    let mut rng = common::Lcg(0x5eed);
+    let mut next = || rng.next();
     for round in 0..3000 {
         let len = next() % 40;
         let text: String = (0..len).map(|_| POOL[next() % POOL.len()]).collect();

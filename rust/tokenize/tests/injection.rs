@@ -131,23 +131,6 @@ fn encode_special_tokens_flag_is_not_injection_safe() {
     }
 }
 
-/// A deterministic generator (64-bit LCG), so failures reproduce without a seed file.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        usize::try_from(self.0 >> 33).unwrap()
-    }
-
-    fn pick<'a>(&mut self, items: &'a [&'a str]) -> &'a str {
-        items[self.next() % items.len()]
-    }
-}
-
 const TEXT_PIECES: &[&str] = &[
     "hello",
     " world",
@@ -184,7 +167,7 @@ fn generated_prompt(seed: u64, gaps: usize, pieces_per_gap: usize) -> (String, V
         .map(|(spelling, _)| spelling)
         .collect();
     let special_refs: Vec<&str> = specials.iter().map(String::as_str).collect();
-    let mut rng = Lcg(seed);
+    let mut rng = common::Lcg(seed);
     let mut prompt = String::new();
     let mut ranges = Vec::new();
     for gap in 0..gaps {

@@ -94,3 +94,20 @@ pub fn ids(value: &serde_json::Value) -> Vec<u32> {
         .map(|id| u32::try_from(id.as_u64().expect("id")).unwrap())
         .collect()
 }
+
+/// A deterministic generator (64-bit LCG), so failures reproduce without a seed file.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        usize::try_from(self.0 >> 33).unwrap()
+    }
+
+    pub fn pick<'a>(&mut self, items: &'a [&'a str]) -> &'a str {
+        items[self.next() % items.len()]
+    }
+}
