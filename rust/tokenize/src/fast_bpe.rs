@@ -1,4 +1,4 @@
-//! Byte-level BPE on token ids, for the plain pipeline's short pieces: the same merges as
+//! Byte-level BPE on token ids, for every piece of the plain pipeline: the same merges as
 //! the tokenizer's own BPE model, without its per-token string allocations.
 //!
 //! A piece starts as one id per byte (the byte's character in the byte-level alphabet);
@@ -10,15 +10,19 @@
 //! Example with merges `[("a","b"), ("ab","c"), ("b","c")]`: `a b c` → `ab c` (rank 0)
 //! → `abc` (rank 1); the `b c` pair (rank 2) was never the lowest.
 //!
-//! Two shortcuts keep the common case cheap, both exact:
+//! Shortcuts keep the common case cheap, all exact:
 //! - a piece whose bytes spell one vocabulary token that the merges themselves rebuild from
 //!   its bytes (checked for every token when the table is built) is that one id, found by a
-//!   single hash lookup (`" the"`, `"model"`);
-//! - otherwise the merges run on a linked list of symbols that keeps each adjacent pair's
-//!   rank, so a merge re-reads only the two pairs it changes.
-//!
-//! Pieces longer than [`MAX_PIECE_BYTES`] merge through a queue of `(rank, position)`
-//! instead (`n log n`, as the model's own), so 100k spaces cost no more than they must.
+//!   single hash lookup (`" the"`, `"model"`), after a look in a small per-thread table
+//!   of recent ones;
+//! - other pieces of up to 15 bytes are cached per thread with their ids;
+//! - a run of kanji/kana merges from its characters' ids where `char_merge.rs` allows it;
+//! - first merges come from a dense table of byte pairs, later ones through a per-thread
+//!   memo of recent lookups in front of the merge table;
+//! - up to [`MAX_PIECE_BYTES`], the merges run on a linked list of symbols that keeps each
+//!   adjacent pair's merge, so a merge re-reads only the two pairs it changes; longer
+//!   pieces merge through a queue of `(rank, position)` (`n log n`, as the model's own),
+//!   so 100k spaces cost no more than they must.
 //!
 //! Applies only to BPE models without dropout, subword prefix or suffix, with
 //! `ignore_merges` off and a vocabulary entry for each of the 256 byte characters.

@@ -11,7 +11,7 @@
 //!    and the text between them;
 //! 2. spell each piece's bytes in the byte-level alphabet;
 //! 3. hand each piece to the tokenizer's own model (`Model::tokenize`, cache included), or,
-//!    for short pieces of a plain byte-level BPE, to the same merges on ids (`fast_bpe.rs`).
+//!    for a plain byte-level BPE, to the same merges on ids (`fast_bpe.rs`).
 //!
 //! The regexes are compiled by `tokenizers`' own `SysRegex` (Oniguruma), so matching is the
 //! same engine with the same patterns; with exactly the DeepSeek V4 regexes, a hand-written
@@ -109,8 +109,8 @@ impl PlainPipeline {
         }
     }
 
-    /// Append the ids of `text` to `ids`, by `model` (and `bpe`, the same merges on ids,
-    /// when it is ready). Long texts are cut and encoded in parallel when allowed.
+    /// Append the ids of `text` to `ids`, by `bpe` (the same merges on ids) when the model
+    /// has one, else by `model`. Long texts are cut and encoded in parallel when allowed.
     pub(crate) fn encode(
         &self,
         model: &ModelWrapper,

@@ -209,7 +209,7 @@ impl Tokenizer {
     }
 
     /// How many kanji and kana characters merge from their own ids in runs of them, which
-    /// the merge table was checked to allow (`char_merge.rs`); 0 until ready.
+    /// the merge table was checked to allow (`char_merge.rs`); 0 without the fast BPE.
     pub fn char_merge_characters(&self) -> usize {
         self.fast_bpe.as_ref().map_or(0, FastBpe::merges_characters)
     }
