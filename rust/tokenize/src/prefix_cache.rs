@@ -8,7 +8,11 @@
 //! `<｜User｜>hi<｜Assistant｜>ok`: the ids of `""`, `<｜User｜>`, `"hi"`, `<｜Assistant｜>`
 //! are reused and only `"ok"` is encoded.
 //!
-//! Holds the last few prompts within a byte budget (text plus ids).
+//! A prompt that reused an earlier one is kept as a link to it plus its own tail (the bytes,
+//! ranges and ids after the shared specials), so keeping turn `N+1` of a conversation costs
+//! its new turn, not another copy of the conversation. Chains are cut at [`MAX_DEPTH`] links
+//! (that prompt is kept whole). Holds the last few prompts within a byte budget, counting
+//! every kept link once.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,88 +20,190 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Prompts kept at most.
 const ENTRIES: usize = 4;
 
+/// Links from a kept prompt to its first whole ancestor at most; a longer chain is not
+/// extended (the prompt is kept whole), so walking one stays cheap.
+const MAX_DEPTH: usize = 32;
+
 /// Prompts shorter than this are not kept (encoding them is cheaper than the bookkeeping).
 pub(crate) const MIN_PREFIX_PROMPT: usize = 4096;
 
+/// Bytes a kept special range costs: the range and its entry in `special_ends`.
+const RANGE_COST: usize = 24;
+
+/// An encoded prompt: its first `base.specials` specials (with the gaps before them) are
+/// those of `base.entry`, the rest is held here.
 pub(crate) struct Encoded {
-    prompt: Box<str>,
+    base: Option<Base>,
+    /// The special ranges after the base's, in prompt byte offsets.
     ranges: Box<[Range<usize>]>,
-    ids: Box<[u32]>,
-    /// `special_ends[k]`: the number of ids up to and including special range `k`.
+    /// `special_ends[k]`: the number of ids up to and including this entry's special
+    /// range `k` (counted from the prompt's start).
     special_ends: Box<[usize]>,
+    /// The prompt's bytes from `base.bytes` on.
+    text: Box<[u8]>,
+    /// The prompt's ids from `base.ids` on.
+    ids: Box<[u32]>,
+    /// Links to the first whole ancestor.
+    depth: usize,
+}
+
+/// The part of an earlier prompt this one shares.
+struct Base {
+    entry: Arc<Encoded>,
+    /// Leading specials shared.
+    specials: usize,
+    /// Bytes up to the end of the last shared special.
+    bytes: usize,
+    /// Ids up to and including the last shared special.
+    ids: usize,
 }
 
 impl Encoded {
-    pub(crate) fn new(
-        prompt: &str,
-        ranges: &[Range<usize>],
-        ids: &[u32],
-        special_ends: Vec<usize>,
-    ) -> Self {
-        Self {
-            prompt: prompt.into(),
-            ranges: ranges.into(),
-            ids: ids.into(),
-            special_ends: special_ends.into(),
+    /// `(specials, bytes, ids)` taken from the base (zeros for a whole prompt).
+    fn base_counts(&self) -> (usize, usize, usize) {
+        self.base
+            .as_ref()
+            .map_or((0, 0, 0), |base| (base.specials, base.bytes, base.ids))
+    }
+
+    fn specials(&self) -> usize {
+        self.base_counts().0 + self.ranges.len()
+    }
+
+    fn len(&self) -> usize {
+        self.base_counts().1 + self.text.len()
+    }
+
+    /// What keeping this link costs (its base is counted on its own).
+    fn own_cost(&self) -> usize {
+        self.text.len() + self.ids.len() * 4 + self.ranges.len() * RANGE_COST
+    }
+
+    /// Special range `k` of the prompt.
+    fn range(&self, k: usize) -> Option<&Range<usize>> {
+        match &self.base {
+            Some(base) if k < base.specials => base.entry.range(k),
+            _ => self.ranges.get(k - self.base_counts().0),
         }
     }
 
-    fn cost(&self) -> usize {
-        self.prompt.len() + self.ids.len() * 4 + self.ranges.len() * 24
+    /// The number of ids through special `k` of the prompt.
+    fn special_end(&self, k: usize) -> Option<usize> {
+        match &self.base {
+            Some(base) if k < base.specials => base.entry.special_end(k),
+            _ => self.special_ends.get(k - self.base_counts().0).copied(),
+        }
+    }
+
+    /// How many of the first `limit` special ranges equal `ranges`' first ones.
+    fn same_ranges(&self, ranges: &[Range<usize>], limit: usize) -> usize {
+        let limit = limit.min(self.specials()).min(ranges.len());
+        let (base_specials, _, _) = self.base_counts();
+        if let Some(base) = &self.base {
+            let head = base.entry.same_ranges(ranges, limit.min(base_specials));
+            if head < base_specials || limit <= base_specials {
+                return head;
+            }
+        }
+        let own = limit - base_specials;
+        base_specials
+            + self
+                .ranges
+                .iter()
+                .take(own)
+                .zip(ranges.get(base_specials..).unwrap_or_default())
+                .take_while(|(mine, theirs)| mine == theirs)
+                .count()
+    }
+
+    /// Length of the common prefix of the prompt's first `limit` bytes and `other`, given
+    /// that their first `from` bytes are known to be equal (those are not compared).
+    fn common_bytes(&self, other: &[u8], from: usize, limit: usize) -> usize {
+        let limit = limit.min(self.len()).min(other.len());
+        let from = from.min(limit);
+        let (_, base_bytes, _) = self.base_counts();
+        if let Some(base) = self.base.as_ref().filter(|_| from < base_bytes) {
+            let head = base.entry.common_bytes(other, from, limit.min(base_bytes));
+            if head < base_bytes || limit <= base_bytes {
+                return head;
+            }
+        }
+        let start = from.max(base_bytes);
+        start
+            + common_prefix(
+                self.text
+                    .get(start - base_bytes..limit - base_bytes)
+                    .unwrap_or_default(),
+                other.get(start..limit).unwrap_or_default(),
+            )
     }
 
     /// How many leading specials (with the gaps before them) `prompt` shares with this
     /// one, if more than `at_least` (the bytes are compared only then).
     fn shared_specials(&self, prompt: &str, ranges: &[Range<usize>], at_least: usize) -> usize {
-        let same_ranges = self
-            .ranges
-            .iter()
-            .zip(ranges)
-            .take_while(|(mine, theirs)| mine == theirs)
-            .count();
+        let same_ranges = self.same_ranges(ranges, usize::MAX);
         if same_ranges <= at_least {
             return 0;
         }
         let end = same_ranges
             .checked_sub(1)
-            .and_then(|last| self.ranges.get(last))
+            .and_then(|last| self.range(last))
             .map_or(0, |range| range.end);
-        let (mine, theirs) = (self.prompt.as_bytes(), prompt.as_bytes());
-        let common = common_prefix(
-            mine.get(..end).unwrap_or(mine),
-            theirs.get(..end).unwrap_or(theirs),
-        );
-        self.ranges
-            .iter()
-            .take(same_ranges)
-            .take_while(|range| range.end <= common)
-            .count()
+        let common = self.common_bytes(prompt.as_bytes(), 0, end);
+        // The ranges are ascending: those ending within the common bytes come first.
+        ranges
+            .get(..same_ranges)
+            .unwrap_or_default()
+            .partition_point(|range| range.end <= common)
     }
 
-    /// Whether this entry is exactly `prompt` with `ranges` (lengths compared first).
-    fn is(&self, prompt: &str, ranges: &[Range<usize>]) -> bool {
-        self.prompt.len() == prompt.len() && *self.ranges == *ranges && *self.prompt == *prompt
+    /// Whether this entry is exactly `prompt` with `ranges`, given that they share
+    /// `shared` leading specials (so only the bytes after them are compared).
+    fn is(&self, prompt: &str, ranges: &[Range<usize>], shared: usize) -> bool {
+        let compared = ranges.last().map_or(0, |last| last.end);
+        shared == ranges.len()
+            && self.specials() == ranges.len()
+            && self.len() == prompt.len()
+            && self.common_bytes(prompt.as_bytes(), compared, usize::MAX) == prompt.len()
     }
 
-    /// The first `specials` entries of [`Encoded::special_ends`].
-    pub(crate) fn special_ends_through(&self, specials: usize) -> &[usize] {
-        self.special_ends.get(..specials).unwrap_or_default()
-    }
-
-    /// The ids of the first `specials` gaps and specials.
-    pub(crate) fn ids_through(&self, specials: usize) -> &[u32] {
-        let end = specials
+    /// The number of ids of the first `specials` gaps and specials.
+    pub(crate) fn ids_through_len(&self, specials: usize) -> usize {
+        specials
             .checked_sub(1)
-            .and_then(|last| self.special_ends.get(last))
-            .copied()
-            .unwrap_or(0);
-        self.ids.get(..end).unwrap_or_default()
+            .and_then(|last| self.special_end(last))
+            .unwrap_or(0)
+    }
+
+    /// Append the ids of the first `specials` gaps and specials.
+    pub(crate) fn extend_ids_through(&self, specials: usize, out: &mut Vec<u32>) {
+        let (base_specials, _, base_ids) = self.base_counts();
+        if let Some(base) = &self.base {
+            base.entry
+                .extend_ids_through(specials.min(base_specials), out);
+        }
+        if specials > base_specials {
+            let end = self.ids_through_len(specials) - base_ids;
+            out.extend_from_slice(self.ids.get(..end).unwrap_or_default());
+        }
+    }
+
+    /// Append the first `specials` entries of the prompt's `special_ends`.
+    pub(crate) fn extend_special_ends_through(&self, specials: usize, out: &mut Vec<usize>) {
+        let (base_specials, _, _) = self.base_counts();
+        if let Some(base) = &self.base {
+            base.entry
+                .extend_special_ends_through(specials.min(base_specials), out);
+        }
+        if specials > base_specials {
+            out.extend(self.special_ends.iter().take(specials - base_specials));
+        }
     }
 }
 
 /// Length of the common prefix of `a` and `b`, compared a block at a time.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 256;
+    const BLOCK: usize = 4096;
     let len = a.len().min(b.len());
     let mut at = 0;
     while at + BLOCK <= len && a.get(at..at + BLOCK) == b.get(at..at + BLOCK) {
@@ -110,6 +216,57 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .zip(b.get(at..len).unwrap_or_default())
         .take_while(|(x, y)| x == y)
         .count()
+}
+
+/// An encoded prompt to keep: the whole of it, and the kept prompt it reused with the
+/// number of leading specials it shares (`None` when it reused nothing).
+pub(crate) struct NewEntry<'a> {
+    pub(crate) prompt: &'a str,
+    pub(crate) ranges: &'a [Range<usize>],
+    pub(crate) ids: &'a [u32],
+    pub(crate) special_ends: &'a [usize],
+    pub(crate) reused: Option<(Arc<Encoded>, usize)>,
+}
+
+impl NewEntry<'_> {
+    fn cost(&self) -> usize {
+        self.prompt.len() + self.ids.len() * 4 + self.ranges.len() * RANGE_COST
+    }
+
+    /// The link to keep: chained to the reused prompt (or the ancestor holding all that
+    /// was shared), or whole when nothing was reused or the chain is long enough.
+    fn into_encoded(self) -> Encoded {
+        let base = self.reused.and_then(|(mut entry, specials)| {
+            while let Some(base) = entry.base.as_ref().filter(|base| specials <= base.specials) {
+                entry = Arc::clone(&base.entry);
+            }
+            let last = specials.checked_sub(1)?;
+            let bytes = self.ranges.get(last)?.end;
+            let ids = *self.special_ends.get(last)?;
+            (entry.depth < MAX_DEPTH).then_some(Base {
+                entry,
+                specials,
+                bytes,
+                ids,
+            })
+        });
+        let (specials, bytes, ids) = base
+            .as_ref()
+            .map_or((0, 0, 0), |base| (base.specials, base.bytes, base.ids));
+        Encoded {
+            depth: base.as_ref().map_or(0, |base| base.entry.depth + 1),
+            base,
+            ranges: self.ranges.get(specials..).unwrap_or_default().into(),
+            special_ends: self.special_ends.get(specials..).unwrap_or_default().into(),
+            text: self
+                .prompt
+                .as_bytes()
+                .get(bytes..)
+                .unwrap_or_default()
+                .into(),
+            ids: self.ids.get(ids..).unwrap_or_default().into(),
+        }
+    }
 }
 
 pub(crate) struct PrefixCache {
@@ -158,30 +315,53 @@ impl PrefixCache {
 
     /// Keep this encoded prompt as the most recent one, dropping the oldest beyond the
     /// bounds; a prompt kept already only moves to the front (nothing is copied).
-    pub(crate) fn insert(
-        &self,
-        prompt: &str,
-        ranges: &[Range<usize>],
-        ids: &[u32],
-        special_ends: Vec<usize>,
-    ) {
-        let cost = prompt.len() + ids.len() * 4 + ranges.len() * 24;
-        if self.budget == 0 || cost > self.budget / 2 || prompt.len() < MIN_PREFIX_PROMPT {
-            return;
-        }
-        let mut entries = self.lock();
-        if let Some(same) = entries.iter().position(|kept| kept.is(prompt, ranges)) {
-            let kept = entries.remove(same);
-            entries.push(kept);
-            return;
-        }
-        entries.push(Arc::new(Encoded::new(prompt, ranges, ids, special_ends)));
-        while entries.len() > ENTRIES
-            || entries.iter().map(|entry| entry.cost()).sum::<usize>() > self.budget / 2
+    pub(crate) fn insert(&self, new: NewEntry<'_>) {
+        if self.budget == 0 || new.cost() > self.budget / 2 || new.prompt.len() < MIN_PREFIX_PROMPT
         {
+            return;
+        }
+        let same = new
+            .reused
+            .as_ref()
+            .filter(|(entry, shared)| entry.is(new.prompt, new.ranges, *shared))
+            .map(|(entry, _)| Arc::clone(entry));
+        let mut entries = self.lock();
+        if let Some(same) = same {
+            if let Some(at) = entries.iter().position(|kept| Arc::ptr_eq(kept, &same)) {
+                entries.remove(at);
+            }
+            entries.push(same);
+            return;
+        }
+        entries.push(Arc::new(new.into_encoded()));
+        while entries.len() > ENTRIES || kept_bytes(&entries) > self.budget / 2 {
             entries.remove(0);
         }
     }
+
+    /// Bytes held by the kept prompts, every link counted once.
+    pub(crate) fn kept_bytes(&self) -> usize {
+        kept_bytes(&self.lock())
+    }
+}
+
+/// Bytes held by `entries` and the links they reach, each counted once.
+fn kept_bytes(entries: &[Arc<Encoded>]) -> usize {
+    let mut seen: Vec<*const Encoded> = Vec::new();
+    let mut total = 0;
+    for entry in entries {
+        let mut link = Some(entry);
+        while let Some(encoded) = link {
+            let at = Arc::as_ptr(encoded);
+            if seen.contains(&at) {
+                break;
+            }
+            seen.push(at);
+            total += encoded.own_cost();
+            link = encoded.base.as_ref().map(|base| &base.entry);
+        }
+    }
+    total
 }
 
 #[cfg(test)]
@@ -190,13 +370,14 @@ mod tests {
 
     #[test]
     fn common_prefix_across_blocks() {
-        let a = vec![7u8; 1000];
+        let a = vec![7u8; 10_000];
         let mut b = a.clone();
-        b[700] = 0;
-        let cases: [(&[u8], &[u8], usize); 4] = [
-            (&a, &a, 1000),
-            (&a, &b, 700),
+        b[7000] = 0;
+        let cases: [(&[u8], &[u8], usize); 5] = [
+            (&a, &a, 10_000),
+            (&a, &b, 7000),
             (&a[..300], &a, 300),
+            (&a[..5000], &b, 5000),
             (b"", &a, 0),
         ];
         for (x, y, want) in cases {

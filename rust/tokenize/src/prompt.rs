@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::gap_cache::{MAX_CACHED_GAP, MIN_CACHED_GAP};
+use crate::prefix_cache::NewEntry;
 
 use crate::tokenizer::Tokenizer;
 
@@ -134,20 +135,20 @@ impl Tokenizer {
                 .map(|gap| self.encode_gap(gap))
                 .collect::<Result<_, _>>()?,
         };
-        let prefix = reused
+        let prefix_len = reused
             .as_ref()
-            .map_or(&[][..], |(entry, shared)| entry.ids_through(*shared));
-        let total = prefix.len()
+            .map_or(0, |(entry, shared)| entry.ids_through_len(*shared));
+        let total = prefix_len
             + special_ids.len()
             + gap_ids
                 .iter()
                 .map(|gap| gap.as_slice().len())
                 .sum::<usize>();
         let mut ids = Vec::with_capacity(total);
-        ids.extend_from_slice(prefix);
         let mut special_ends = Vec::with_capacity(segments.specials.len());
-        if let Some((entry, _)) = &reused {
-            special_ends.extend(entry.special_ends_through(skip));
+        if let Some((entry, shared)) = &reused {
+            entry.extend_ids_through(*shared, &mut ids);
+            entry.extend_special_ends_through(*shared, &mut special_ends);
         }
         let mut gaps = gap_ids.iter();
         for &special in &special_ids {
@@ -158,8 +159,13 @@ impl Tokenizer {
         for gap in gaps {
             ids.extend_from_slice(gap.as_slice());
         }
-        self.prefix_cache
-            .insert(prompt, special_ranges, &ids, special_ends);
+        self.prefix_cache.insert(NewEntry {
+            prompt,
+            ranges: special_ranges,
+            ids: &ids,
+            special_ends: &special_ends,
+            reused,
+        });
         Ok(ids)
     }
 

@@ -70,6 +70,12 @@ impl Tokenizer {
         self.gap_cache.len()
     }
 
+    /// Bytes held by the recent-prompt cache (text, ids and ranges of every kept prompt and
+    /// of the earlier prompts they link to); at most half the budget.
+    pub fn prefix_cache_bytes(&self) -> usize {
+        self.prefix_cache.kept_bytes()
+    }
+
     /// Parse `tokenizer.json` text. Errors carry the parser's message as is, for example
     /// `expected ident at line 1 column 2` or `Model missing. at line 1 column 2`.
     #[allow(clippy::should_implement_trait)] // the reference API's name; it returns our error type

@@ -6,10 +6,16 @@ mod common;
 
 use std::ops::Range;
 
+use common::Lcg;
 use deepseek_tokenize::Tokenizer;
 
 /// A conversation of `turns` turns; every turn's text is long enough to be cached.
 fn conversation(turns: usize) -> (String, Vec<Range<usize>>) {
+    conversation_about(0, turns)
+}
+
+/// [`conversation`] on its own `topic` (another text from the first turn on).
+fn conversation_about(topic: usize, turns: usize) -> (String, Vec<Range<usize>>) {
     let mut prompt = String::new();
     let mut ranges = Vec::new();
     let mut special = |prompt: &mut String, spelling: &str| {
@@ -29,7 +35,7 @@ fn conversation(turns: usize) -> (String, Vec<Range<usize>>) {
         );
         for line in 0..12 {
             prompt.push_str(&format!(
-                "Turn {turn}, line {line}: the quick brown fox <｜User｜> jumps 中文.\n"
+                "Turn {turn}, line {line}: the quick brown fox {topic} <｜User｜> jumps 中文.\n"
             ));
         }
     }
@@ -123,4 +129,80 @@ fn interleaved_and_edited_conversations_equal_cold_encodes() {
             "prompt {i} cut"
         );
     }
+}
+
+/// What keeping one whole prompt costs the recent-prompt cache (text, ids, ranges).
+fn whole_prompt_bytes(prompt: &str, ranges: &[Range<usize>], ids: &[u32]) -> usize {
+    prompt.len() + ids.len() * 4 + ranges.len() * 24
+}
+
+/// One turn at a time past the chain limit (32 links): every encode equals a cold one, and
+/// the cache holds about one copy of the conversation, not one per kept prompt.
+#[test]
+fn a_conversation_growing_turn_by_turn_is_kept_once() {
+    let path = common::tokenizer_path();
+    let cached = Tokenizer::from_file(&path).unwrap();
+    let uncached = Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0);
+    let mut last = 0;
+    for turns in 1..=80 {
+        let (prompt, ranges) = conversation(turns);
+        let want = uncached.encode_prompt_sequential(&prompt, &ranges).unwrap();
+        assert_eq!(
+            cached.encode_prompt(&prompt, &ranges).unwrap(),
+            want,
+            "{turns} turns"
+        );
+        last = whole_prompt_bytes(&prompt, &ranges, &want);
+    }
+    let kept = cached.prefix_cache_bytes();
+    assert!(
+        kept >= last && kept <= last * 3 / 2,
+        "four kept prompts of one conversation hold {kept} bytes; the last alone costs {last}"
+    );
+}
+
+/// Random interleavings of conversations that grow, shrink, get edited and are re-sent,
+/// with the default budget and with one small enough to evict: every encode equals a cold
+/// one and the small cache stays within half its budget.
+#[test]
+fn random_interleavings_equal_cold_encodes_within_the_budget() {
+    const SMALL: usize = 256 << 10;
+    let path = common::tokenizer_path();
+    let cached = Tokenizer::from_file(&path).unwrap();
+    let small = Tokenizer::from_file(&path)
+        .unwrap()
+        .with_gap_cache_bytes(SMALL);
+    let uncached = Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0);
+    let mut random = Lcg(2026);
+    let mut turns = [8usize; 3];
+    for step in 0..150 {
+        let topic = random.next() % turns.len();
+        match random.next() % 4 {
+            0 | 1 => turns[topic] += 1,
+            2 => turns[topic] = (turns[topic] + 5 - random.next() % 4).max(6),
+            _ => {}
+        }
+        let (mut prompt, ranges) = conversation_about(topic, turns[topic]);
+        if random.next().is_multiple_of(3) {
+            // One byte of one turn's text changed (same length: the ranges stay valid).
+            let at = ranges[random.next() % ranges.len()].end + 3;
+            prompt.replace_range(at..at + 1, "#");
+        }
+        let want = uncached.encode_prompt_sequential(&prompt, &ranges).unwrap();
+        for (name, tokenizer) in [("default", &cached), ("small", &small)] {
+            assert_eq!(
+                tokenizer.encode_prompt(&prompt, &ranges).unwrap(),
+                want,
+                "step {step}, {name} budget, topic {topic}, {} turns",
+                turns[topic]
+            );
+        }
+        assert!(
+            small.prefix_cache_bytes() <= SMALL / 2,
+            "step {step}: {} bytes kept",
+            small.prefix_cache_bytes()
+        );
+    }
+    assert!(cached.prefix_cache_bytes() > 0);
+    assert_eq!(uncached.prefix_cache_bytes(), 0);
 }
