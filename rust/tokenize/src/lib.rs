@@ -34,5 +34,5 @@ mod tokenizer;
 mod v4_pieces;
 
 pub use error::{TokenizeError, TokenizeErrorKind};
-pub use prompt::Parallelism;
+pub use prompt::{Parallelism, PromptIds};
 pub use tokenizer::Tokenizer;

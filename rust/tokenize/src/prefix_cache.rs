@@ -159,7 +159,7 @@ impl Encoded {
 
     /// Whether this entry is exactly `prompt` with `ranges`, given that they share
     /// `shared` leading specials (so only the bytes after them are compared).
-    fn is(&self, prompt: &str, ranges: &[Range<usize>], shared: usize) -> bool {
+    pub(crate) fn is(&self, prompt: &str, ranges: &[Range<usize>], shared: usize) -> bool {
         let compared = ranges.last().map_or(0, |last| last.end);
         shared == ranges.len()
             && self.specials() == ranges.len()
@@ -218,53 +218,117 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-/// An encoded prompt to keep: the whole of it, and the kept prompt it reused with the
-/// number of leading specials it shares (`None` when it reused nothing).
-pub(crate) struct NewEntry<'a> {
+/// What encoding a prompt produced beyond the kept prompt it reused.
+pub(crate) struct Tail<'a> {
     pub(crate) prompt: &'a str,
     pub(crate) ranges: &'a [Range<usize>],
-    pub(crate) ids: &'a [u32],
-    pub(crate) special_ends: &'a [usize],
+    /// The kept prompt reused and the number of leading specials shared (`None`: nothing).
     pub(crate) reused: Option<(Arc<Encoded>, usize)>,
+    /// The ids after the reused ones.
+    pub(crate) ids: Vec<u32>,
+    /// The ends of the specials after the reused ones, counted from the prompt's start.
+    pub(crate) special_ends: Vec<usize>,
 }
 
-impl NewEntry<'_> {
-    fn cost(&self) -> usize {
-        self.prompt.len() + self.ids.len() * 4 + self.ranges.len() * RANGE_COST
-    }
-
-    /// The link to keep: chained to the reused prompt (or the ancestor holding all that
-    /// was shared), or whole when nothing was reused or the chain is long enough.
-    fn into_encoded(self) -> Encoded {
-        let base = self.reused.and_then(|(mut entry, specials)| {
-            while let Some(base) = entry.base.as_ref().filter(|base| specials <= base.specials) {
-                entry = Arc::clone(&base.entry);
-            }
-            let last = specials.checked_sub(1)?;
-            let bytes = self.ranges.get(last)?.end;
-            let ids = *self.special_ends.get(last)?;
-            (entry.depth < MAX_DEPTH).then_some(Base {
-                entry,
+impl Encoded {
+    /// The encoded prompt, linked to the prompt it reused (or to the ancestor of it that
+    /// holds all that was shared), whole when nothing was reused or the chain is long
+    /// enough. Its text is copied only when it is to be `kept`: a prompt that is not kept
+    /// is never compared.
+    pub(crate) fn from_tail(tail: Tail<'_>, kept: bool) -> Self {
+        let Tail {
+            prompt,
+            ranges,
+            reused,
+            ids,
+            special_ends,
+        } = tail;
+        let Some((reused, specials)) = reused.filter(|(_, specials)| *specials > 0) else {
+            return Self::whole(prompt, ranges, ids, special_ends, kept);
+        };
+        let mut ancestor = Arc::clone(&reused);
+        while let Some(base) = ancestor
+            .base
+            .as_ref()
+            .filter(|base| specials <= base.specials)
+        {
+            ancestor = Arc::clone(&base.entry);
+        }
+        let last = specials - 1;
+        let linked = ranges
+            .get(last)
+            .map(|range| range.end)
+            .zip(ancestor.special_end(last))
+            .filter(|_| ancestor.depth < MAX_DEPTH);
+        let Some((bytes, base_ids)) = linked else {
+            // Kept whole: the shared ids and special ends are copied in front of the tail.
+            let mut all = Vec::with_capacity(reused.ids_through_len(specials) + ids.len());
+            reused.extend_ids_through(specials, &mut all);
+            all.extend_from_slice(&ids);
+            let mut ends = Vec::with_capacity(ranges.len());
+            reused.extend_special_ends_through(specials, &mut ends);
+            ends.extend_from_slice(&special_ends);
+            return Self::whole(prompt, ranges, all, ends, kept);
+        };
+        let text = if kept {
+            prompt.as_bytes().get(bytes..).unwrap_or_default().into()
+        } else {
+            Box::default()
+        };
+        Self {
+            depth: ancestor.depth + 1,
+            ranges: ranges.get(specials..).unwrap_or_default().into(),
+            special_ends: special_ends.into(),
+            text,
+            ids: ids.into(),
+            base: Some(Base {
+                entry: ancestor,
                 specials,
                 bytes,
-                ids,
-            })
-        });
-        let (specials, bytes, ids) = base
-            .as_ref()
-            .map_or((0, 0, 0), |base| (base.specials, base.bytes, base.ids));
-        Encoded {
-            depth: base.as_ref().map_or(0, |base| base.entry.depth + 1),
-            base,
-            ranges: self.ranges.get(specials..).unwrap_or_default().into(),
-            special_ends: self.special_ends.get(specials..).unwrap_or_default().into(),
-            text: self
-                .prompt
-                .as_bytes()
-                .get(bytes..)
-                .unwrap_or_default()
-                .into(),
-            ids: self.ids.get(ids..).unwrap_or_default().into(),
+                ids: base_ids,
+            }),
+        }
+    }
+
+    fn whole(
+        prompt: &str,
+        ranges: &[Range<usize>],
+        ids: Vec<u32>,
+        special_ends: Vec<usize>,
+        kept: bool,
+    ) -> Self {
+        Self {
+            base: None,
+            ranges: ranges.into(),
+            special_ends: special_ends.into(),
+            text: if kept {
+                prompt.as_bytes().into()
+            } else {
+                Box::default()
+            },
+            ids: ids.into(),
+            depth: 0,
+        }
+    }
+
+    /// The number of ids of the whole prompt.
+    pub(crate) fn ids_len(&self) -> usize {
+        self.base_counts().2 + self.ids.len()
+    }
+
+    /// Append the prompt's ids as slices, in order (nothing is copied).
+    pub(crate) fn push_slices<'a>(&'a self, out: &mut Vec<&'a [u32]>) {
+        self.push_slices_through(self.ids_len(), out);
+    }
+
+    /// [`Encoded::push_slices`] for the first `count` ids.
+    fn push_slices_through<'a>(&'a self, count: usize, out: &mut Vec<&'a [u32]>) {
+        let (_, _, base_ids) = self.base_counts();
+        if let Some(base) = &self.base {
+            base.entry.push_slices_through(count.min(base_ids), out);
+        }
+        if count > base_ids {
+            out.push(self.ids.get(..count - base_ids).unwrap_or_default());
         }
     }
 }
@@ -313,27 +377,21 @@ impl PrefixCache {
         best
     }
 
-    /// Keep this encoded prompt as the most recent one, dropping the oldest beyond the
-    /// bounds; a prompt kept already only moves to the front (nothing is copied).
-    pub(crate) fn insert(&self, new: NewEntry<'_>) {
-        if self.budget == 0 || new.cost() > self.budget / 2 || new.prompt.len() < MIN_PREFIX_PROMPT
-        {
-            return;
-        }
-        let same = new
-            .reused
-            .as_ref()
-            .filter(|(entry, shared)| entry.is(new.prompt, new.ranges, *shared))
-            .map(|(entry, _)| Arc::clone(entry));
+    /// Whether a prompt of this size is kept (it is not worth it below
+    /// [`MIN_PREFIX_PROMPT`] bytes, nor above half the budget).
+    pub(crate) fn keeps(&self, prompt: &str, ranges: &[Range<usize>], ids: usize) -> bool {
+        let cost = prompt.len() + ids * 4 + ranges.len() * RANGE_COST;
+        self.budget > 0 && cost <= self.budget / 2 && prompt.len() >= MIN_PREFIX_PROMPT
+    }
+
+    /// Keep this encoded prompt as the most recent one (moved to the front when kept
+    /// already), dropping the oldest beyond the bounds.
+    pub(crate) fn keep(&self, entry: &Arc<Encoded>) {
         let mut entries = self.lock();
-        if let Some(same) = same {
-            if let Some(at) = entries.iter().position(|kept| Arc::ptr_eq(kept, &same)) {
-                entries.remove(at);
-            }
-            entries.push(same);
-            return;
+        if let Some(at) = entries.iter().position(|kept| Arc::ptr_eq(kept, entry)) {
+            entries.remove(at);
         }
-        entries.push(Arc::new(new.into_encoded()));
+        entries.push(Arc::clone(entry));
         while entries.len() > ENTRIES || kept_bytes(&entries) > self.budget / 2 {
             entries.remove(0);
         }

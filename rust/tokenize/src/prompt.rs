@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::gap_cache::{MAX_CACHED_GAP, MIN_CACHED_GAP};
-use crate::prefix_cache::NewEntry;
+use crate::prefix_cache::{Encoded, Tail};
 
 use crate::tokenizer::Tokenizer;
 
@@ -98,9 +98,37 @@ impl Tokenizer {
         special_ranges: &[Range<usize>],
         parallelism: Parallelism,
     ) -> Result<Vec<u32>, TokenizeError> {
+        self.encode_prompt_ids_with(prompt, special_ranges, parallelism)
+            .map(PromptIds::into_vec)
+    }
+
+    /// [`Tokenizer::encode_prompt`] without gathering the ids into one vector: a prompt
+    /// that extends a recent one shares its ids with it (read them with
+    /// [`PromptIds::slices`]).
+    pub fn encode_prompt_ids(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+    ) -> Result<PromptIds, TokenizeError> {
+        self.encode_prompt_ids_with(prompt, special_ranges, Parallelism::Parallel)
+    }
+
+    /// [`Tokenizer::encode_prompt_ids`] with the gap scheduling chosen by the caller.
+    pub fn encode_prompt_ids_with(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+        parallelism: Parallelism,
+    ) -> Result<PromptIds, TokenizeError> {
         let segments = Segments::cut(prompt, special_ranges)?;
         // A prompt that extends a recent one reuses its ids up to their last shared special.
         let reused = self.prefix_cache.longest(prompt, special_ranges);
+        if let Some((entry, shared)) = &reused {
+            if entry.is(prompt, special_ranges, *shared) {
+                self.prefix_cache.keep(entry);
+                return Ok(PromptIds(Held::Kept(Arc::clone(entry))));
+            }
+        }
         let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
         let fresh_gaps = segments.gaps.get(skip..).unwrap_or_default();
         // The reused specials were looked up when their prompt was encoded.
@@ -135,38 +163,43 @@ impl Tokenizer {
                 .map(|gap| self.encode_gap(gap))
                 .collect::<Result<_, _>>()?,
         };
-        let prefix_len = reused
+        let reused_ids = reused
             .as_ref()
             .map_or(0, |(entry, shared)| entry.ids_through_len(*shared));
-        let total = prefix_len
-            + special_ids.len()
+        let tail_len = special_ids.len()
             + gap_ids
                 .iter()
                 .map(|gap| gap.as_slice().len())
                 .sum::<usize>();
-        let mut ids = Vec::with_capacity(total);
-        let mut special_ends = Vec::with_capacity(segments.specials.len());
-        if let Some((entry, shared)) = &reused {
-            entry.extend_ids_through(*shared, &mut ids);
-            entry.extend_special_ends_through(*shared, &mut special_ends);
-        }
+        let mut ids = Vec::with_capacity(tail_len);
+        let mut special_ends = Vec::with_capacity(special_ids.len());
         let mut gaps = gap_ids.iter();
         for &special in &special_ids {
             ids.extend_from_slice(gaps.next().map(GapIds::as_slice).unwrap_or_default());
             ids.push(special);
-            special_ends.push(ids.len());
+            special_ends.push(reused_ids + ids.len());
         }
         for gap in gaps {
             ids.extend_from_slice(gap.as_slice());
         }
-        self.prefix_cache.insert(NewEntry {
+        let kept = self
+            .prefix_cache
+            .keeps(prompt, special_ranges, reused_ids + ids.len());
+        if reused.is_none() && !kept {
+            return Ok(PromptIds(Held::Whole(ids)));
+        }
+        let tail = Tail {
             prompt,
             ranges: special_ranges,
-            ids: &ids,
-            special_ends: &special_ends,
             reused,
-        });
-        Ok(ids)
+            ids,
+            special_ends,
+        };
+        let entry = Arc::new(Encoded::from_tail(tail, kept));
+        if kept {
+            self.prefix_cache.keep(&entry);
+        }
+        Ok(PromptIds(Held::Kept(entry)))
     }
 
     /// One gap's ids, from the gap cache when the gap's size is worth it (see `gap_cache.rs`).
@@ -181,6 +214,66 @@ impl Tokenizer {
         let ids: Arc<[u32]> = self.encode_plain(gap)?.into();
         self.gap_cache.insert(gap, Arc::clone(&ids));
         Ok(GapIds::Shared(ids))
+    }
+}
+
+/// A prompt's ids: one vector, or an encoded prompt shared with the recent-prompt cache
+/// (its ids in several slices, some shared with the prompts it extends).
+pub struct PromptIds(Held);
+
+enum Held {
+    Whole(Vec<u32>),
+    Kept(Arc<Encoded>),
+}
+
+impl PromptIds {
+    /// The number of ids.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Held::Whole(ids) => ids.len(),
+            Held::Kept(entry) => entry.ids_len(),
+        }
+    }
+
+    /// Whether there are no ids (an empty prompt).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The ids as consecutive slices (their concatenation is the prompt's ids).
+    pub fn slices(&self) -> Vec<&[u32]> {
+        match &self.0 {
+            Held::Whole(ids) => vec![ids.as_slice()],
+            Held::Kept(entry) => {
+                let mut slices = Vec::new();
+                entry.push_slices(&mut slices);
+                slices
+            }
+        }
+    }
+
+    /// The ids in one vector (copied only when they are shared).
+    pub fn into_vec(self) -> Vec<u32> {
+        match self.0 {
+            Held::Whole(ids) => ids,
+            Held::Kept(entry) => {
+                let mut ids = Vec::with_capacity(entry.ids_len());
+                let mut slices = Vec::new();
+                entry.push_slices(&mut slices);
+                for slice in slices {
+                    ids.extend_from_slice(slice);
+                }
+                ids
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for PromptIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptIds")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
     }
 }
 

@@ -147,11 +147,9 @@ fn a_conversation_growing_turn_by_turn_is_kept_once() {
     for turns in 1..=80 {
         let (prompt, ranges) = conversation(turns);
         let want = uncached.encode_prompt_sequential(&prompt, &ranges).unwrap();
-        assert_eq!(
-            cached.encode_prompt(&prompt, &ranges).unwrap(),
-            want,
-            "{turns} turns"
-        );
+        let ids = cached.encode_prompt_ids(&prompt, &ranges).unwrap();
+        assert_eq!(ids.slices().concat(), want, "{turns} turns");
+        assert_eq!(ids.into_vec(), want, "{turns} turns, one vector");
         last = whole_prompt_bytes(&prompt, &ranges, &want);
     }
     let kept = cached.prefix_cache_bytes();
@@ -190,9 +188,16 @@ fn random_interleavings_equal_cold_encodes_within_the_budget() {
         }
         let want = uncached.encode_prompt_sequential(&prompt, &ranges).unwrap();
         for (name, tokenizer) in [("default", &cached), ("small", &small)] {
+            // Every other step reads the ids as the slices they are kept in.
+            let ids = if step % 2 == 0 {
+                tokenizer.encode_prompt(&prompt, &ranges).unwrap()
+            } else {
+                let ids = tokenizer.encode_prompt_ids(&prompt, &ranges).unwrap();
+                assert_eq!(ids.len(), want.len(), "step {step}, {name} budget: len");
+                ids.slices().concat()
+            };
             assert_eq!(
-                tokenizer.encode_prompt(&prompt, &ranges).unwrap(),
-                want,
+                ids, want,
                 "step {step}, {name} budget, topic {topic}, {} turns",
                 turns[topic]
             );
