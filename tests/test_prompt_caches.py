@@ -1,0 +1,92 @@
+"""The tokenizer's caches (memoized prompt gaps, recently encoded prompts) change cost,
+never ids: any interleaving of agent conversations that grow, shrink, get an earlier turn
+edited or are sent again encodes exactly as a cold encode (HF `tokenizers` on each gap of
+the rendered prompt, the special ranges by lookup). The caches' memory bounds are tested
+in Rust (`rust/tokenize/tests/gap_cache.rs`, `src/gap_cache.rs`)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import pytest
+import tokenizers
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import deepseek_recipe as dr
+
+TOPICS = 3
+
+
+@pytest.fixture(scope="module")
+def plain_bpe(tokenizer_json: dict[str, Any]) -> tokenizers.Tokenizer:
+    stripped = dict(tokenizer_json, added_tokens=[])
+    return tokenizers.Tokenizer.from_str(json.dumps(stripped))
+
+
+def turn_text(topic: int, turn: int, version: int) -> str:
+    """About 700 bytes, distinct per (topic, turn, version): long enough to be memoized."""
+    line = f"topic {topic} turn {turn} v{version}: the tool said <｜User｜> 中文 café 42 😀\n"
+    return line * 10
+
+
+def chat_request(topic: int, turns: int, versions: dict[int, int]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": f"You are agent {topic}. " * 40}]
+    for turn in range(turns):
+        text = turn_text(topic, turn, versions.get(turn, 0))
+        if turn % 2 == 0:
+            messages.append({"role": "user", "content": text})
+        else:
+            call = {"id": f"c{turn}", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}}
+            messages.append({"role": "assistant", "content": text, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": f"c{turn}", "content": text[::-1]})
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    return {"model": "DeepSeek-V4-Pro", "messages": messages, "tools": tools}
+
+
+def cold_ids(rendered: dr.RenderedPrompt, added_vocab: dict[str, int], plain: Any) -> list[int]:
+    ids: list[int] = []
+    last = 0
+    prompt = rendered.prompt
+    for start, end in rendered.special_ranges:
+        ids.extend(plain(prompt[last:start]))
+        ids.append(added_vocab[prompt[start:end]])
+        last = end
+    ids.extend(plain(prompt[last:]))
+    return ids
+
+
+OPS = st.lists(st.tuples(st.integers(0, TOPICS - 1), st.sampled_from(["grow", "shrink", "edit", "again"])),
+               min_size=1, max_size=14)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_any_interleaving_encodes_like_a_cold_encode(
+    tokenizer: dr.Tokenizer, added_vocab: dict[str, int], plain_bpe: tokenizers.Tokenizer,
+    ops: list[tuple[int, str]],
+) -> None:
+    @functools.cache
+    def plain(text: str) -> tuple[int, ...]:
+        return tuple(plain_bpe.encode(text, add_special_tokens=False).ids) if text else ()
+
+    encoding = dr.DeepseekV4Encoding()
+    cached = encoding.with_tokenizer(tokenizer)  # the session's tokenizer: caches shared across tests
+    turns = [8] * TOPICS
+    versions: list[dict[int, int]] = [{} for _ in range(TOPICS)]
+    for step, (topic, op) in enumerate(ops):
+        if op == "grow":
+            turns[topic] += 1
+        elif op == "shrink":
+            turns[topic] = max(2, turns[topic] - 2)
+        elif op == "edit":
+            turn = step % turns[topic]
+            versions[topic][turn] = versions[topic].get(turn, 0) + 1
+        conversation = dr.ChatCompletionRequest(chat_request(topic, turns[topic], versions[topic])).convert(
+            dr.ConversionOptions()
+        ).conversation
+        want = cold_ids(encoding.render_conversation(conversation), added_vocab, plain)
+        assert len(encoding.render_conversation(conversation).prompt.encode()) > 4096
+        assert cached.encode(conversation) == want, f"step {step}: {op} topic {topic}"
