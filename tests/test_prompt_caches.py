@@ -89,4 +89,8 @@ def test_any_interleaving_encodes_like_a_cold_encode(
         ).conversation
         want = cold_ids(encoding.render_conversation(conversation), added_vocab, plain)
         assert len(encoding.render_conversation(conversation).prompt.encode()) > 4096
-        assert cached.encode(conversation) == want, f"step {step}: {op} topic {topic}"
+        ids = cached.encode(conversation)
+        assert ids == want, f"step {step}: {op} topic {topic}"
+        # The caller owns the list: changing it changes no later encode.
+        ids[0] = -1
+        ids.append(-2)

@@ -93,7 +93,7 @@ impl Encoder {
                 tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
             })
             .map_err(errors::tokenize)?;
-        crate::ids::id_list_of(py, &ids.slices())
+        crate::ids::prompt_list(py, ids)
     }
 }
 

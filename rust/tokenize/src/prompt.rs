@@ -235,6 +235,12 @@ impl PromptIds {
         }
     }
 
+    /// Whether the ids are held by the recent-prompt cache: a later prompt that extends
+    /// this one shares them (its [`PromptIds::slices`] start at the same addresses).
+    pub fn is_kept(&self) -> bool {
+        matches!(self.0, Held::Kept(_))
+    }
+
     /// Whether there are no ids (an empty prompt).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
