@@ -16,7 +16,9 @@
 //! Loading builds these tables (under a second on two cores), so every encode is at full
 //! speed. Long prompt gaps are memoized (`gap_cache.rs`), and a prompt that extends a
 //! recently encoded one reuses its ids up to their last shared special
-//! (`prefix_cache.rs`). `Tokenizer::encode` finds added tokens by hand (`added_split.rs`).
+//! (`prefix_cache.rs`); [`Tokenizer::encode_prompt_ids`] returns such a prompt's ids in
+//! the slices they are kept in ([`PromptIds`]), shared with the prompt it extends.
+//! `Tokenizer::encode` finds added tokens by hand (`added_split.rs`).
 //!
 //! `Tokenizer` is `Send + Sync` (its caches lock or are per thread); gaps, and long gaps
 //! cut at safe newlines, are encoded in parallel on rayon.
