@@ -83,12 +83,12 @@ impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 /// A prompt's ids as a new Python list: from a slice of a recent prompt's list when the
 /// two share their front ids in memory, else id by id.
 ///
-/// Sharing is decided by identity, not by comparing ids: a kept `PromptIds` holds its ids
+/// Sharing is decided by identity, not by comparing ids: a `PromptIds` holds its ids
 /// alive and never changes them, so two slices that start at the same address hold the
 /// same ids for as long as both are held (a recent prompt's ids are held with its list).
 pub fn prompt_list<'py>(py: Python<'py>, ids: PromptIds) -> PyResult<Bound<'py, PyList>> {
     let slices = ids.slices();
-    if !ids.is_kept() || ids.len() > RECENT_IDS {
+    if !ids.shares_ids() || ids.len() > RECENT_IDS {
         return id_list_of(py, &slices);
     }
     // Never wait on the lock: building a list can run Python code (a collection's

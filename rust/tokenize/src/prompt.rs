@@ -126,7 +126,7 @@ impl Tokenizer {
         if let Some((entry, shared)) = &reused {
             if entry.is(prompt, special_ranges, *shared) {
                 self.prefix_cache.keep(entry);
-                return Ok(PromptIds(Held::Kept(Arc::clone(entry))));
+                return Ok(PromptIds(Held::Linked(Arc::clone(entry))));
             }
         }
         let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
@@ -199,7 +199,7 @@ impl Tokenizer {
         if kept {
             self.prefix_cache.keep(&entry);
         }
-        Ok(PromptIds(Held::Kept(entry)))
+        Ok(PromptIds(Held::Linked(entry)))
     }
 
     /// One gap's ids, from the gap cache when the gap's size is worth it (see `gap_cache.rs`).
@@ -222,8 +222,10 @@ impl Tokenizer {
 pub struct PromptIds(Held);
 
 enum Held {
+    /// Ids of a prompt the cache does not keep and that reused nothing.
     Whole(Vec<u32>),
-    Kept(Arc<Encoded>),
+    /// An encoded prompt: kept by the cache, or linked to the kept prompt it extends.
+    Linked(Arc<Encoded>),
 }
 
 impl PromptIds {
@@ -231,14 +233,15 @@ impl PromptIds {
     pub fn len(&self) -> usize {
         match &self.0 {
             Held::Whole(ids) => ids.len(),
-            Held::Kept(entry) => entry.ids_len(),
+            Held::Linked(entry) => entry.ids_len(),
         }
     }
 
-    /// Whether the ids are held by the recent-prompt cache: a later prompt that extends
-    /// this one shares them (its [`PromptIds::slices`] start at the same addresses).
-    pub fn is_kept(&self) -> bool {
-        matches!(self.0, Held::Kept(_))
+    /// Whether these ids live in the recent-prompt cache's memory: a later prompt that
+    /// extends the same kept prompt shares them (its [`PromptIds::slices`] start at the
+    /// same addresses, and hold the same ids while both are alive).
+    pub fn shares_ids(&self) -> bool {
+        matches!(self.0, Held::Linked(_))
     }
 
     /// Whether there are no ids (an empty prompt).
@@ -250,7 +253,7 @@ impl PromptIds {
     pub fn slices(&self) -> Vec<&[u32]> {
         match &self.0 {
             Held::Whole(ids) => vec![ids.as_slice()],
-            Held::Kept(entry) => {
+            Held::Linked(entry) => {
                 let mut slices = Vec::new();
                 entry.push_slices(&mut slices);
                 slices
@@ -262,7 +265,7 @@ impl PromptIds {
     pub fn into_vec(self) -> Vec<u32> {
         match self.0 {
             Held::Whole(ids) => ids,
-            Held::Kept(entry) => {
+            Held::Linked(entry) => {
                 let mut ids = Vec::with_capacity(entry.ids_len());
                 let mut slices = Vec::new();
                 entry.push_slices(&mut slices);
