@@ -48,6 +48,9 @@ const GONE: u32 = u32::MAX;
 /// Entries of each thread's cache of merged pieces (cleared when full).
 const PIECE_CACHE_ENTRIES: usize = 1 << 17;
 
+/// Longer pieces are merged every time (rare, and their merging outweighs a lookup).
+const MAX_CACHED_PIECE_BYTES: usize = 256;
+
 thread_local! {
     /// Each thread's working state for pieces (see [`ThreadState`]).
     static STATE: std::cell::RefCell<ThreadState> = std::cell::RefCell::new(ThreadState::default());
@@ -65,6 +68,7 @@ impl Default for ThreadState {
         Self {
             owner: 0,
             pieces: Fast::default(),
+            long_pieces: Fast::default(),
             ids: Vec::new(),
             front: vec![(0, 0); 1 << FRONT_BITS].into_boxed_slice(),
             memo: MergeMemo::default(),
@@ -84,6 +88,8 @@ struct ThreadState {
     /// Pieces of up to 15 bytes that are not one token ([`short_key`]): words repeat, and
     /// merging them is dearer than a lookup. Each maps to `(start, len)` in `ids`.
     pieces: Fast<u128, (u32, u32)>,
+    /// Longer pieces (up to [`MAX_CACHED_PIECE_BYTES`]) that are not one token, by bytes.
+    long_pieces: Fast<Box<[u8]>, (u32, u32)>,
     ids: Vec<u32>,
     /// Recently seen pieces that are one whole token, one per slot by key hash (key 0,
     /// the empty piece, which is never looked up, marks a free slot).
@@ -98,8 +104,20 @@ struct ThreadState {
 }
 
 impl ThreadState {
+    /// Store a merged piece's ids in the arena (emptying the piece caches first when they
+    /// are full); their `(start, len)` there, to be filed under the piece.
+    fn cache_ids(&mut self, merged: &[u32]) -> Option<(u32, u32)> {
+        if self.pieces.len() + self.long_pieces.len() >= PIECE_CACHE_ENTRIES {
+            self.clear_pieces();
+        }
+        let slot = (u32::try_from(self.ids.len()).ok()?, u32::try_from(merged.len()).ok()?);
+        self.ids.extend_from_slice(merged);
+        Some(slot)
+    }
+
     fn clear_pieces(&mut self) {
         self.pieces.clear();
+        self.long_pieces.clear();
         self.ids.clear();
         self.memo = MergeMemo::default();
         self.front.fill((0, 0));
@@ -365,11 +383,7 @@ impl PieceEncoder<'_> {
     pub(crate) fn encode(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
         let bpe = self.bpe;
         let Some(key) = short_key(bytes) else {
-            match bpe.whole.get(bytes) {
-                Some(&id) => ids.push(id),
-                None => self.merge(bytes, ids),
-            }
-            return;
+            return self.encode_long(bytes, ids);
         };
         // Frequent words are found in a small direct-mapped table first (it stays in the
         // core's cache); the vocabulary's table is megabytes.
@@ -397,15 +411,32 @@ impl PieceEncoder<'_> {
         }
         let from = ids.len();
         self.merge(bytes, ids);
-        let state = &mut *self.state;
-        if state.pieces.len() >= PIECE_CACHE_ENTRIES {
-            state.clear_pieces();
+        if let Some(slot) = self.state.cache_ids(ids.get(from..).unwrap_or_default()) {
+            self.state.pieces.insert(key, slot);
         }
-        let merged = ids.get(from..).unwrap_or_default();
-        if let (Ok(start), Ok(len)) = (u32::try_from(state.ids.len()), u32::try_from(merged.len()))
-        {
-            state.ids.extend_from_slice(merged);
-            state.pieces.insert(key, (start, len));
+    }
+
+    /// A piece of more than 15 bytes: a whole token, or merged once and then cached by its
+    /// bytes (kanji/kana runs, whitespace and punctuation runs, emoji sequences recur).
+    fn encode_long(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
+        if let Some(&id) = self.bpe.whole.get(bytes) {
+            ids.push(id);
+            return;
+        }
+        if bytes.len() > MAX_CACHED_PIECE_BYTES {
+            return self.merge(bytes, ids);
+        }
+        if let Some(&(start, len)) = self.state.long_pieces.get(bytes) {
+            let (start, len) = (start as usize, len as usize);
+            if let Some(found) = self.state.ids.get(start..start + len) {
+                ids.extend_from_slice(found);
+                return;
+            }
+        }
+        let from = ids.len();
+        self.merge(bytes, ids);
+        if let Some(slot) = self.state.cache_ids(ids.get(from..).unwrap_or_default()) {
+            self.state.long_pieces.insert(bytes.into(), slot);
         }
     }
 

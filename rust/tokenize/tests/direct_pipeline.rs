@@ -69,6 +69,44 @@ fn word_pieces_of_every_length_match_tokenizers() {
     }
 }
 
+/// Pieces longer than 15 bytes recur (kanji/kana runs, whitespace and punctuation runs,
+/// emoji sequences, long words) and are cached by their bytes after their first merge:
+/// texts that repeat them, in any order, encode as `tokenizers` does, the second time from
+/// the cache.
+#[test]
+fn recurring_long_pieces_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let long = [
+        "中文字符测试漢字",
+        "日本語のテキストです",
+        "ソフトウェアエンジニア",
+        "                    ",
+        "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
+        "!!!!!!!!!!!!!!!!!!!!??",
+        "👩\u{200d}👩\u{200d}👧\u{200d}👦",
+        "Supercalifragilisticexpialidocious",
+        "internationalization",
+        "————————————",
+    ];
+    let mut rng = common::Lcg(0x10e6);
+    let mut next = || rng.next();
+    for round in 0..300 {
+        let mut text = String::new();
+        for _ in 0..1 + next() % 12 {
+            text.push_str(long[next() % long.len()]);
+            text.push_str(["x", " ", "。", "1"][next() % 4]);
+        }
+        let want = tokenizer.encode_plain_by_tokenizers(&text).unwrap();
+        for pass in 0..2 {
+            assert_eq!(
+                tokenizer.encode_plain(&text).unwrap(),
+                want,
+                "round {round}, pass {pass}: {text:?}"
+            );
+        }
+    }
+}
+
 /// A file whose pre-tokenizer is spelled differently (here an equivalent first regex) is
 /// not recognised as DeepSeek V4 and runs its regexes directly; the ids do not change.
 #[test]
