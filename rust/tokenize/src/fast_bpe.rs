@@ -110,7 +110,10 @@ impl ThreadState {
         if self.pieces.len() + self.long_pieces.len() >= PIECE_CACHE_ENTRIES {
             self.clear_pieces();
         }
-        let slot = (u32::try_from(self.ids.len()).ok()?, u32::try_from(merged.len()).ok()?);
+        let slot = (
+            u32::try_from(self.ids.len()).ok()?,
+            u32::try_from(merged.len()).ok()?,
+        );
         self.ids.extend_from_slice(merged);
         Some(slot)
     }
