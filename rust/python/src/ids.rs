@@ -43,42 +43,24 @@ pub fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>
     id_list_of(py, &[ids])
 }
 
-/// The concatenation of `slices` as a new Python list.
+/// The concatenation of `slices` as a new Python list. Appending costs one call into
+/// Python per id; filling a pre-sized list costs two through the stable ABI (a reference
+/// count and the store): bench (e)'s 5.5M ids take ~30 ms less.
 pub fn id_list_of<'py>(py: Python<'py>, slices: &[&[u32]]) -> PyResult<Bound<'py, PyList>> {
     let ints = INTS.get_or_init(py, || {
         (0..SHARED_IDS)
             .map(|id| PyInt::new(py, id).unbind())
             .collect()
     });
-    let len = slices.iter().map(|slice| slice.len()).sum();
-    let ids = slices.iter().flat_map(|slice| slice.iter());
-    PyList::new(
-        py,
-        Counted(len, ids).map(|&id| match ints.get(id as usize) {
-            Some(shared) => shared.bind(py).clone(),
-            None => PyInt::new(py, id),
-        }),
-    )
-}
-
-/// An iterator that knows how many items it has left (`PyList::new` sizes the list first).
-struct Counted<I>(usize, I);
-
-impl<I: Iterator> Iterator for Counted<I> {
-    type Item = I::Item;
-
-    fn next(&mut self) -> Option<I::Item> {
-        let item = self.1.next()?;
-        self.0 = self.0.saturating_sub(1);
-        Some(item)
+    let list = PyList::empty(py);
+    for &id in slices.iter().flat_map(|slice| slice.iter()) {
+        match ints.get(id as usize) {
+            Some(shared) => list.append(shared.bind(py))?,
+            None => list.append(PyInt::new(py, id))?,
+        }
     }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.0, Some(self.0))
-    }
+    Ok(list)
 }
-
-impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 
 /// A prompt's ids as a new Python list: from a slice of a recent prompt's list when the
 /// two share their front ids in memory, else id by id.
