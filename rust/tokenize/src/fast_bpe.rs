@@ -118,6 +118,12 @@ impl ThreadState {
         Some(slot)
     }
 
+    /// The ids stored at `(start, len)` by [`ThreadState::cache_ids`].
+    fn cached(&self, (start, len): (u32, u32)) -> Option<&[u32]> {
+        let start = start as usize;
+        self.ids.get(start..start + len as usize)
+    }
+
     fn clear_pieces(&mut self) {
         self.pieces.clear();
         self.long_pieces.clear();
@@ -405,17 +411,17 @@ impl PieceEncoder<'_> {
             ids.push(id);
             return;
         }
-        if let Some(&(start, len)) = self.state.pieces.get(&key) {
-            let (start, len) = (start as usize, len as usize);
-            if let Some(found) = self.state.ids.get(start..start + len) {
-                ids.extend_from_slice(found);
-                return;
-            }
+        if let Some(found) = self
+            .state
+            .pieces
+            .get(&key)
+            .and_then(|&at| self.state.cached(at))
+        {
+            ids.extend_from_slice(found);
+            return;
         }
-        let from = ids.len();
-        self.merge(bytes, ids);
-        if let Some(slot) = self.state.cache_ids(ids.get(from..).unwrap_or_default()) {
-            self.state.pieces.insert(key, slot);
+        if let Some(at) = self.merge_to_cache(bytes, ids) {
+            self.state.pieces.insert(key, at);
         }
     }
 
@@ -429,18 +435,22 @@ impl PieceEncoder<'_> {
         if bytes.len() > MAX_CACHED_PIECE_BYTES {
             return self.merge(bytes, ids);
         }
-        if let Some(&(start, len)) = self.state.long_pieces.get(bytes) {
-            let (start, len) = (start as usize, len as usize);
-            if let Some(found) = self.state.ids.get(start..start + len) {
-                ids.extend_from_slice(found);
-                return;
-            }
+        let cached = self.state.long_pieces.get(bytes);
+        if let Some(found) = cached.and_then(|&at| self.state.cached(at)) {
+            ids.extend_from_slice(found);
+            return;
         }
+        if let Some(at) = self.merge_to_cache(bytes, ids) {
+            self.state.long_pieces.insert(bytes.into(), at);
+        }
+    }
+
+    /// Merge a piece (appending its ids) and store its ids in the thread's arena too:
+    /// where, to file under the piece.
+    fn merge_to_cache(&mut self, bytes: &[u8], ids: &mut Vec<u32>) -> Option<(u32, u32)> {
         let from = ids.len();
         self.merge(bytes, ids);
-        if let Some(slot) = self.state.cache_ids(ids.get(from..).unwrap_or_default()) {
-            self.state.long_pieces.insert(bytes.into(), slot);
-        }
+        self.state.cache_ids(ids.get(from..).unwrap_or_default())
     }
 
     /// BPE proper: lowest rank first, leftmost on a tie.
