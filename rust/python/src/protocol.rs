@@ -15,16 +15,19 @@ use crate::options::PyConversionOptions;
 use crate::pyvalue;
 
 /// A request body given as bytes, JSON text, or a Python value tree, as a JSON value.
+///
+/// Bytes and text are parsed in place with the GIL released: `bytes` and `str` objects
+/// never change, and `body` keeps them alive meanwhile.
 fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
     if let Ok(bytes) = body.cast::<PyBytes>() {
-        let bytes = bytes.as_bytes().to_vec();
+        let bytes = bytes.as_bytes();
         return body
             .py()
-            .detach(|| intake::parse_json(&bytes))
+            .detach(|| intake::parse_json(bytes))
             .map_err(errors::protocol);
     }
     if let Ok(text) = body.cast::<PyString>() {
-        let text = text.to_str()?.to_owned();
+        let text = text.to_str()?;
         return body
             .py()
             .detach(|| intake::parse_json(text.as_bytes()))
