@@ -133,8 +133,10 @@ impl ThreadState {
     }
 }
 
-/// Slots of a thread's [`MergeMemo`] (16 bytes each: it stays in the core's cache).
-const MEMO_SLOTS: usize = 1 << 13;
+/// `log2` of the slots of a thread's [`MergeMemo`] (16 bytes each: 512 KiB, within the
+/// core's 1 MiB L2; 8192 slots measured ~3% slower on e_text, 65536 no better).
+const MEMO_BITS: u32 = 15;
+const MEMO_SLOTS: usize = 1 << MEMO_BITS;
 
 /// A direct-mapped memo of merge lookups, one slot per pair hash, in front of the merge
 /// table. Words are made of recurring syllables, so the same pairs are read again and
@@ -156,7 +158,7 @@ impl MergeMemo {
     #[inline]
     fn merge_of(&mut self, bpe: &FastBpe, left: u32, right: u32) -> u64 {
         let pair = pair_key(left, right);
-        let at = (pair.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 51) as usize;
+        let at = (pair.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - MEMO_BITS)) as usize;
         match self.slots.get_mut(at) {
             Some(slot) if slot.0 == pair => slot.1,
             Some(slot) => {
