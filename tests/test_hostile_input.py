@@ -6,6 +6,7 @@ gateway's ``except Exception`` does not catch; every failure here must be an ``E
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -135,8 +136,13 @@ def test_huge_strings_convert_render_and_encode(tokenizer: dr.Tokenizer) -> None
 def test_linear_growth_of_conversion_and_encoding(tokenizer: dr.Tokenizer) -> None:
     """4x the input costs at most about 5x the time (no quadratic path on long text)."""
 
+    calls = itertools.count()
+
     def cost(n: int) -> float:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": "lorem ipsum dolor 12345 " * n}]}
+        # Every call sends text no earlier call sent, so the prompt, gap and list caches cannot
+        # answer it: this times the cold path, which is what must stay linear.
+        unit = f"lorem{next(calls)} ipsum dolor 12345 "
+        body = {"model": MODEL, "messages": [{"role": "user", "content": unit * n}]}
         start = time.perf_counter()
         converted = convert_chat(body)
         dr.DeepseekV4Encoding().with_tokenizer(tokenizer).encode(converted.conversation)
