@@ -51,6 +51,9 @@ IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepsee
               "native": "ours, tokenizer alone (Rust)", "native-1t": "ours, tokenizer alone (Rust), 1 thread"}
 # (e) again, each process pinned to one CPU: the single-thread comparison of the target
 ONE_CORE = ("project", "fastokens", "gigatoken")
+# processes of each on (e) one core, taking turns: one measured call per process (a repeat
+# would find the corpus in the caches), and this machine's speed drifts between processes
+E_PROCESSES = 3
 
 # (b) and (d) again for the Rust tokenizer alone (examples/bench_worker.rs): what the
 # tokenizer's parallelism and prefix reuse achieve without request parsing, conversion,
@@ -575,7 +578,7 @@ def main() -> int:
         jobs[1:1] = b_jobs
     if "e_text" in names:
         jobs += [(f"{impl}-1c", impl, ["e_text"], {}, ["--one-cpu"])
-                 for impl in ONE_CORE if impl in impls]
+                 for _ in range(E_PROCESSES) for impl in ONE_CORE if impl in impls]
     for label, impl, todo, env, extra in jobs:
         log(f"run {IMPL_NAMES.get(label, label)}: {', '.join(todo)}")
         r = run_worker(pythons[impl], impl, todo, data, out, label=label, env_extra=env, extra_args=extra)
@@ -663,7 +666,8 @@ def main() -> int:
             lines += table_simple(n, labels, results, nbytes)
             if one_core and "project-1c" in one_core:
                 lines += ["", "The same on one core (each process pinned to one CPU, ours with "
-                              "RAYON_NUM_THREADS=1): the single-thread comparison.", ""]
+                              f"RAYON_NUM_THREADS=1; {E_PROCESSES} processes of each, taking turns, "
+                              "median): the single-thread comparison.", ""]
                 lines += table_simple(n, one_core, results, nbytes, base="project-1c")
             if n == "b_big" and "project" in labels and "project-1t" in labels:
                 w2 = statistics.median(r["wall"] for r in results["project"]["workloads"][n]["runs"])
