@@ -118,25 +118,44 @@ impl PlainPipeline {
         text: &str,
         ids: &mut Vec<u32>,
     ) -> tokenizers::Result<()> {
-        let alone =
-            !self.deepseek_v4 || text.len() < 2 * CHUNK_BYTES || rayon::current_num_threads() == 1;
-        if alone {
+        if !self.cuts(text) {
             ids.reserve(text.len() / 4);
             return self.encode_whole(model, bpe, text, ids);
         }
-        let chunks = cut(text, CHUNK_BYTES);
-        let encoded = chunks
+        let parts = self.encode_parts(model, bpe, text)?;
+        ids.reserve(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            ids.extend_from_slice(&part);
+        }
+        Ok(())
+    }
+
+    /// The ids of `text` as [`Self::encode`] gives them, in consecutive parts: one for a
+    /// text encoded in one run, one per cut otherwise (so a caller that copies the ids
+    /// anyway, like a prompt gathering its gaps, copies them once).
+    pub(crate) fn encode_parts(
+        &self,
+        model: &ModelWrapper,
+        bpe: Option<&FastBpe>,
+        text: &str,
+    ) -> tokenizers::Result<Vec<Vec<u32>>> {
+        if !self.cuts(text) {
+            let mut ids = Vec::with_capacity(text.len() / 4);
+            self.encode_whole(model, bpe, text, &mut ids)?;
+            return Ok(vec![ids]);
+        }
+        cut(text, CHUNK_BYTES)
             .par_iter()
             .map(|chunk| {
                 let mut ids = Vec::with_capacity(chunk.len() / 3);
                 self.encode_whole(model, bpe, chunk, &mut ids).map(|()| ids)
             })
-            .collect::<tokenizers::Result<Vec<Vec<u32>>>>()?;
-        ids.reserve(encoded.iter().map(Vec::len).sum());
-        for chunk in encoded {
-            ids.extend_from_slice(&chunk);
-        }
-        Ok(())
+            .collect()
+    }
+
+    /// Whether `text` is cut and its pieces encoded on the rayon pool.
+    fn cuts(&self, text: &str) -> bool {
+        self.deepseek_v4 && text.len() >= 2 * CHUNK_BYTES && rayon::current_num_threads() > 1
     }
 
     /// Encode `text` in one run, appending the ids to `ids`.

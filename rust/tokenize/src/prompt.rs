@@ -166,21 +166,19 @@ impl Tokenizer {
         let reused_ids = reused
             .as_ref()
             .map_or(0, |(entry, shared)| entry.ids_through_len(*shared));
-        let tail_len = special_ids.len()
-            + gap_ids
-                .iter()
-                .map(|gap| gap.as_slice().len())
-                .sum::<usize>();
+        let tail_len = special_ids.len() + gap_ids.iter().map(GapIds::len).sum::<usize>();
         let mut ids = Vec::with_capacity(tail_len);
         let mut special_ends = Vec::with_capacity(special_ids.len());
         let mut gaps = gap_ids.iter();
         for &special in &special_ids {
-            ids.extend_from_slice(gaps.next().map(GapIds::as_slice).unwrap_or_default());
+            if let Some(gap) = gaps.next() {
+                gap.append_to(&mut ids);
+            }
             ids.push(special);
             special_ends.push(reused_ids + ids.len());
         }
         for gap in gaps {
-            ids.extend_from_slice(gap.as_slice());
+            gap.append_to(&mut ids);
         }
         let kept = self
             .prefix_cache
@@ -206,7 +204,7 @@ impl Tokenizer {
     fn encode_gap(&self, gap: &str) -> Result<GapIds, TokenizeError> {
         let cached = (MIN_CACHED_GAP..=MAX_CACHED_GAP).contains(&gap.len());
         if !cached || self.gap_cache.budget() == 0 {
-            return self.encode_plain(gap).map(GapIds::Owned);
+            return self.encode_plain_parts(gap).map(GapIds::Owned);
         }
         if let Some(ids) = self.gap_cache.get(gap) {
             return Ok(GapIds::Shared(ids));
@@ -286,17 +284,25 @@ impl std::fmt::Debug for PromptIds {
     }
 }
 
-/// A gap's ids: freshly encoded, or shared with the gap cache.
+/// A gap's ids: freshly encoded (in the parts a long gap is encoded in, so that gathering
+/// the prompt copies them once), or shared with the gap cache.
 enum GapIds {
-    Owned(Vec<u32>),
+    Owned(Vec<Vec<u32>>),
     Shared(Arc<[u32]>),
 }
 
 impl GapIds {
-    fn as_slice(&self) -> &[u32] {
+    fn len(&self) -> usize {
         match self {
-            GapIds::Owned(ids) => ids,
-            GapIds::Shared(ids) => ids,
+            GapIds::Owned(parts) => parts.iter().map(Vec::len).sum(),
+            GapIds::Shared(ids) => ids.len(),
+        }
+    }
+
+    fn append_to(&self, out: &mut Vec<u32>) {
+        match self {
+            GapIds::Owned(parts) => parts.iter().for_each(|part| out.extend_from_slice(part)),
+            GapIds::Shared(ids) => out.extend_from_slice(ids),
         }
     }
 }

@@ -183,6 +183,18 @@ impl Tokenizer {
         Ok(())
     }
 
+    /// [`Tokenizer::encode_plain`] in consecutive parts (one per piece of a long text
+    /// encoded in parallel), for a caller that gathers them itself.
+    pub(crate) fn encode_plain_parts(&self, text: &str) -> Result<Vec<Vec<u32>>, TokenizeError> {
+        if let Some(direct) = &self.direct {
+            let bpe = self.fast_bpe.as_ref();
+            return direct
+                .encode_parts(self.plain.get_model(), bpe, text)
+                .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e));
+        }
+        Ok(vec![self.encode_plain_by_tokenizers(text)?])
+    }
+
     /// [`Tokenizer::encode_plain`] always through `tokenizers`' own pipeline (the definition
     /// the direct pipeline is tested against).
     pub fn encode_plain_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
