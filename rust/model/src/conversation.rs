@@ -1,6 +1,8 @@
 //! The conversation and the request built around it: what conversion produces and what the
 //! renderer and the stream parser consume.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::{ConversionError, Message, ModelVersion, SpecialTokens, ToolDefinition};
@@ -179,7 +181,10 @@ pub struct ReplySettings {
 /// The result of converting a protocol request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationRequest {
-    pub conversation: Conversation,
+    /// Shared, not copied: a converted conversation is a megabyte for a long agent
+    /// session, and the Python binding hands it out (`ConversationRequest.conversation`)
+    /// as an immutable object.
+    pub conversation: Arc<Conversation>,
     pub inference_options: InferenceOptions,
     pub parsing_options: ParsingOptions,
     pub model_version: ModelVersion,
@@ -189,9 +194,9 @@ pub struct ConversationRequest {
 
 impl ConversationRequest {
     /// A request with defaults that are not derived from the conversation.
-    pub fn new(conversation: Conversation, model_version: ModelVersion) -> Self {
+    pub fn new(conversation: impl Into<Arc<Conversation>>, model_version: ModelVersion) -> Self {
         Self {
-            conversation,
+            conversation: conversation.into(),
             inference_options: InferenceOptions::default(),
             parsing_options: ParsingOptions::default(),
             model_version,

@@ -197,7 +197,7 @@ impl ChatCompletionRequest {
             response_format,
         };
         Ok(ConversationRequest {
-            conversation,
+            conversation: conversation.into(),
             inference_options,
             parsing_options,
             model_version: version,

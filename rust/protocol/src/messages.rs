@@ -160,7 +160,7 @@ impl MessagesRequest {
             response_format: ResponseFormat::Text,
         };
         Ok(ConversationRequest {
-            conversation,
+            conversation: conversation.into(),
             inference_options,
             parsing_options,
             model_version: version,

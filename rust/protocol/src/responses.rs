@@ -211,7 +211,7 @@ impl ResponsesRequest {
             output_constraint,
         };
         Ok(ConversationRequest {
-            conversation,
+            conversation: conversation.into(),
             inference_options,
             parsing_options,
             model_version: version,

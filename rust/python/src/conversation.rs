@@ -1,5 +1,7 @@
 //! `Conversation`, `ConversationRequest` and the options a conversion derives.
 
+use std::sync::Arc;
+
 use deepseek_model::{
     Conversation, ConversationRequest, InferenceOptions, OutputConstraint, ParsingOptions,
     ReasoningEffort, ResponseFormat, ThinkingInitialStage, ToolChoice,
@@ -15,9 +17,12 @@ use crate::special::PySpecialTokens;
 
 /// A whole conversation plus the settings that shape its prompt.
 #[pyclass(name = "Conversation", frozen, module = "deepseek_recipe._native")]
+///
+/// Immutable, so it shares its conversation with the `ConversationRequest` it came from:
+/// reading `ConversationRequest.conversation` copies nothing.
 #[derive(Clone)]
 pub struct PyConversation {
-    pub inner: Conversation,
+    pub inner: Arc<Conversation>,
 }
 
 #[pymethods]
@@ -80,7 +85,7 @@ impl PyConversation {
             (false, None, None) => ResponseFormat::Text,
         };
         Ok(Self {
-            inner: Conversation {
+            inner: Arc::new(Conversation {
                 messages: messages
                     .unwrap_or_default()
                     .iter()
@@ -95,7 +100,7 @@ impl PyConversation {
                 tool_choice,
                 reasoning_effort,
                 response_format,
-            },
+            }),
         })
     }
 
@@ -374,13 +379,13 @@ impl PyConversationRequest {
     #[new]
     fn new(conversation: PyRef<'_, PyConversation>, model_version: PyModelVersion) -> Self {
         Self {
-            inner: ConversationRequest::new(conversation.inner.clone(), model_version.into()),
+            inner: ConversationRequest::new(Arc::clone(&conversation.inner), model_version.into()),
         }
     }
     #[getter]
     fn conversation(&self) -> PyConversation {
         PyConversation {
-            inner: self.inner.conversation.clone(),
+            inner: Arc::clone(&self.inner.conversation),
         }
     }
     #[getter]
