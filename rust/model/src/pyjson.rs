@@ -124,21 +124,30 @@ fn write_string(out: &mut String, s: &str) {
 /// non-ASCII) stays literal. The stream parser escapes `string="true"` parameter values
 /// with these same rules (behavior.md §10.2).
 pub fn escape_string_into(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+    out.reserve(text.len());
+    // Every character that needs an escape is one ASCII byte, so the text between two of
+    // them is copied whole (tool results run to megabytes, mostly without any).
+    let mut rest = text;
+    while let Some(at) = rest
+        .bytes()
+        .position(|byte| byte == b'"' || byte == b'\\' || byte < 0x20)
+    {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        match rest.as_bytes().get(at).copied().unwrap_or_default() {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            control => {
+                let _ = write!(out, "\\u{control:04x}");
             }
-            c => out.push(c),
         }
+        rest = rest.get(at + 1..).unwrap_or_default();
     }
+    out.push_str(rest);
 }
 
 #[cfg(test)]
@@ -281,6 +290,13 @@ mod tests {
                 "\u{7f}é\u{2028}🦀",
                 "\u{7f}é\u{2028}🦀",
             ),
+            (
+                "escapes between multi-byte characters, first and last",
+                "\"é\"中\n😀\\x\u{1}",
+                "\\\"é\\\"中\\n😀\\\\x\\u0001",
+            ),
+            ("nothing to escape", "plain text, 中文", "plain text, 中文"),
+            ("empty", "", ""),
         ];
         for (name, input, expected) in table {
             let mut out = String::new();
