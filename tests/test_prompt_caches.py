@@ -7,6 +7,7 @@ in Rust (`rust/tokenize/tests/gap_cache.rs`, `src/gap_cache.rs`)."""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 from typing import Any
 
@@ -94,3 +95,22 @@ def test_any_interleaving_encodes_like_a_cold_encode(
         # The caller owns the list: changing it changes no later encode.
         ids[0] = -1
         ids.append(-2)
+
+
+def test_kept_copies_of_recent_lists_are_not_walked_by_the_cycle_collector(tokenizer: dr.Tokenizer) -> None:
+    """The next turn's list starts from a private copy of this turn's: that copy must not
+    cost every full collection a walk over its ids (it is kept as a tuple of ints, which
+    the collector stops tracking)."""
+    cached = dr.DeepseekV4Encoding().with_tokenizer(tokenizer)
+    sizes = set()
+    for turns in (40, 41):  # a prompt, then the same conversation one turn longer
+        conversation = dr.ChatCompletionRequest(chat_request(7, turns, {})).convert(
+            dr.ConversionOptions()
+        ).conversation
+        ids = cached.encode(conversation)
+        assert len(ids) > 8192  # long enough to be kept and reused
+        sizes.add(len(ids))
+        del ids
+    gc.collect()
+    tracked = [o for o in gc.get_objects() if isinstance(o, (list, tuple)) and len(o) in sizes]
+    assert not tracked, [type(o).__name__ for o in tracked]
