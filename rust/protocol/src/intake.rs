@@ -15,7 +15,14 @@ const INVALID_CODE_POINT: &str = "invalid unicode code point";
 
 /// Parse JSON text (serde_json's own recursion limit of 128 applies).
 pub fn parse_json(text: &[u8]) -> Result<Value, ProtocolError> {
-    serde_json::from_slice(text).map_err(|e| {
+    // Valid UTF-8 (checked at once, several times faster than serde_json checking each
+    // string as it closes: a sixth of parsing a large body) parses as text, which serde_json
+    // does not check again. Invalid UTF-8 goes the byte way, whose error we report.
+    let parsed = match simdutf8::basic::from_utf8(text) {
+        Ok(valid) => serde_json::from_str(valid),
+        Err(_) => serde_json::from_slice(text),
+    };
+    parsed.map_err(|e| {
         let message = e.to_string();
         let message = if message.starts_with(INVALID_CODE_POINT) {
             late_utf8_error(text, message)
