@@ -206,11 +206,16 @@ impl Tokenizer {
         if !cached || self.gap_cache.budget() == 0 {
             return self.encode_plain_parts(gap).map(GapIds::Owned);
         }
-        if let Some(ids) = self.gap_cache.get(gap) {
+        let hash = self.gap_cache.hash(gap);
+        if let Some(ids) = self.gap_cache.get(hash, gap) {
             return Ok(GapIds::Shared(ids));
         }
-        let ids: Arc<[u32]> = self.encode_plain(gap)?.into();
-        self.gap_cache.insert(gap, Arc::clone(&ids));
+        // Sized for ~2 bytes a token (typical text needs 3-4): the ids rarely move while
+        // they grow, and are copied once, into the shared slice.
+        let mut ids = Vec::with_capacity(gap.len() / 2);
+        self.encode_plain_into(gap, &mut ids)?;
+        let ids: Arc<[u32]> = ids.into();
+        self.gap_cache.insert(hash, gap, Arc::clone(&ids));
         Ok(GapIds::Shared(ids))
     }
 }
