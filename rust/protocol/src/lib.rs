@@ -16,6 +16,7 @@ mod placeholder_text;
 pub mod reply;
 pub mod responses;
 pub mod schema;
+mod text_or_list;
 pub mod thinking;
 pub mod tools;
 

@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::text_or_list::TextOrList;
 use crate::thinking::{RequestedEffort, ThinkingType};
 
 /// The top-level request: exactly the 20 fields of §4.1, in the reference's order.
@@ -62,13 +63,12 @@ pub(crate) enum Stop {
 
 impl<'de> Deserialize<'de> for Stop {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(s) => Ok(Stop::One(s)),
-            list @ Value::Array(_) => serde_json::from_value(list)
-                .map(Stop::List)
-                .map_err(de::Error::custom),
-            _ => Err(de::Error::custom("expected a string or a list")),
-        }
+        Ok(
+            match TextOrList::deserialize(deserializer, "expected a string or a list")? {
+                TextOrList::Text(stop) => Stop::One(stop),
+                TextOrList::List(stops) => Stop::List(stops),
+            },
+        )
     }
 }
 
@@ -111,13 +111,12 @@ pub(crate) enum Content {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(s) => Ok(Content::Text(s)),
-            list @ Value::Array(_) => serde_json::from_value(list)
-                .map(Content::Parts)
-                .map_err(de::Error::custom),
-            _ => Err(de::Error::custom("content should be a string or a list")),
-        }
+        Ok(
+            match TextOrList::deserialize(deserializer, "content should be a string or a list")? {
+                TextOrList::Text(text) => Content::Text(text),
+                TextOrList::List(parts) => Content::Parts(parts),
+            },
+        )
     }
 }
 

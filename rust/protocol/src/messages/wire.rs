@@ -8,6 +8,7 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::text_or_list::TextOrList;
 use crate::thinking::{RequestedEffort, ThinkingType};
 
 /// The 13 fields a Messages request is read from; everything else is ignored.
@@ -46,15 +47,14 @@ pub(crate) enum Content<B> {
     Blocks(Vec<B>),
 }
 
-impl<'de, B: serde::de::DeserializeOwned> Deserialize<'de> for Content<B> {
+impl<'de, B: Deserialize<'de>> Deserialize<'de> for Content<B> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(Content::Text(text)),
-            Value::Array(items) => serde_json::from_value(Value::Array(items))
-                .map(Content::Blocks)
-                .map_err(D::Error::custom),
-            _ => Err(D::Error::custom("expected a string or a list")),
-        }
+        Ok(
+            match TextOrList::deserialize(deserializer, "expected a string or a list")? {
+                TextOrList::Text(text) => Content::Text(text),
+                TextOrList::List(blocks) => Content::Blocks(blocks),
+            },
+        )
     }
 }
 

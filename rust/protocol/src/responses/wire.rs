@@ -5,6 +5,7 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::text_or_list::TextOrList;
 use crate::thinking::RequestedEffort;
 
 /// The request body (named as the reference names it in shape errors). Exactly the 13 fields the reference reads, in its order; every other
@@ -120,13 +121,11 @@ pub enum MessageContent {
 
 impl<'de> Deserialize<'de> for MessageContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(MessageContent::Text(text)),
-            blocks @ Value::Array(_) => from_json(blocks).map(MessageContent::Blocks),
-            _ => Err(D::Error::custom(
-                "content should be a string or a list of content blocks",
-            )),
-        }
+        const EXPECTED: &str = "content should be a string or a list of content blocks";
+        Ok(match TextOrList::deserialize(deserializer, EXPECTED)? {
+            TextOrList::Text(text) => MessageContent::Text(text),
+            TextOrList::List(blocks) => MessageContent::Blocks(blocks),
+        })
     }
 }
 
@@ -214,13 +213,11 @@ pub enum ToolOutput {
 
 impl<'de> Deserialize<'de> for ToolOutput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::String(text) => Ok(ToolOutput::Text(text)),
-            parts @ Value::Array(_) => from_json(parts).map(ToolOutput::Parts),
-            _ => Err(D::Error::custom(
-                "output should be a string or a list of output content parts",
-            )),
-        }
+        const EXPECTED: &str = "output should be a string or a list of output content parts";
+        Ok(match TextOrList::deserialize(deserializer, EXPECTED)? {
+            TextOrList::Text(text) => ToolOutput::Text(text),
+            TextOrList::List(parts) => ToolOutput::Parts(parts),
+        })
     }
 }
 
