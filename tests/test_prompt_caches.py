@@ -9,6 +9,9 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -114,3 +117,38 @@ def test_kept_copies_of_recent_lists_are_not_walked_by_the_cycle_collector(token
     gc.collect()
     tracked = [o for o in gc.get_objects() if isinstance(o, (list, tuple)) and len(o) in sizes]
     assert not tracked, [type(o).__name__ for o in tracked]
+
+
+LARGE_PROMPT_SCRIPT = """
+import hashlib, json, sys
+import deepseek_recipe as dr
+enc = dr.DeepseekV4Encoding().with_tokenizer(dr.default_tokenizer())
+for request in json.load(sys.stdin):
+    ids = enc.encode(dr.ChatCompletionRequest(request).convert(dr.ConversionOptions()).conversation)
+    print(len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest())
+"""
+
+
+def test_large_prompts_listed_while_encoding_equal_a_one_thread_encode() -> None:
+    """A large prompt encoded on several threads has its list built while the rest is
+    encoded (`rust/tokenize/src/prompt/early.rs`); one thread builds it afterwards. Both
+    give the same list, for a fresh conversation with a tool result cut in pieces (over
+    1 MB), the next turn of it (which reuses it), and a conversation sharing only its
+    start."""
+    big = chat_request(8, 60, {})
+    big["messages"].insert(1, {"role": "user", "content": turn_text(8, 99, 0) * 1600})
+    grown = json.loads(json.dumps(big))
+    grown["messages"].append({"role": "user", "content": turn_text(8, 100, 0)})
+    other = chat_request(9, 120, {})
+    requests = [big, grown, other]
+    runs = {}
+    for threads in ("1", "2"):
+        env = dict(os.environ, RAYON_NUM_THREADS=threads)
+        done = subprocess.run(
+            [sys.executable, "-c", LARGE_PROMPT_SCRIPT],
+            input=json.dumps(requests), env=env, capture_output=True, text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        runs[threads] = done.stdout.split("\n")
+    assert runs["1"] == runs["2"]
+    assert int(runs["1"][0].split()[0]) > 300_000

@@ -87,13 +87,35 @@ impl Encoder {
             .tokenizer
             .clone()
             .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
-        let ids = py
+        // A large prompt encoded on the pool comes in stretches while the rest is encoded:
+        // its list is built meanwhile (taking the interpreter for each stretch).
+        let list = PyList::empty(py).unbind();
+        let mut failed = None;
+        let (ids, delivered) = py
             .detach(|| {
                 let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-                tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
+                let mut early = |ids: &[u32]| {
+                    if failed.is_none() {
+                        failed =
+                            Python::attach(|py| crate::ids::extend_list(list.bind(py), ids)).err();
+                    }
+                };
+                tokenizer.encode_prompt_ids_early(
+                    &prompt.prompt,
+                    &prompt.special_ranges,
+                    &mut early,
+                )
             })
             .map_err(errors::tokenize)?;
-        crate::ids::prompt_list(py, ids)
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if !delivered {
+            return crate::ids::prompt_list(py, ids);
+        }
+        let list = list.into_bound(py);
+        crate::ids::remember_list(&list, ids);
+        Ok(list)
     }
 }
 

@@ -50,19 +50,28 @@ pub fn id_list<'py>(py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>
 /// Python per id; filling a pre-sized list costs two through the stable ABI (a reference
 /// count and the store): bench (e)'s 5.5M ids take ~30 ms less.
 pub fn id_list_of<'py>(py: Python<'py>, slices: &[&[u32]]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for slice in slices {
+        extend_list(&list, slice)?;
+    }
+    Ok(list)
+}
+
+/// Append `ids` to `list`.
+pub fn extend_list(list: &Bound<'_, PyList>, ids: &[u32]) -> PyResult<()> {
+    let py = list.py();
     let ints = INTS.get_or_init(py, || {
         (0..SHARED_IDS)
             .map(|id| PyInt::new(py, id).unbind())
             .collect()
     });
-    let list = PyList::empty(py);
-    for &id in slices.iter().flat_map(|slice| slice.iter()) {
+    for &id in ids {
         match ints.get(id as usize) {
             Some(shared) => list.append(shared.bind(py))?,
             None => list.append(PyInt::new(py, id))?,
         }
     }
-    Ok(list)
+    Ok(())
 }
 
 /// A prompt's ids as a new Python list: from a recent prompt's kept copy when the two
@@ -95,18 +104,32 @@ pub fn prompt_list<'py>(py: Python<'py>, ids: PromptIds) -> PyResult<Bound<'py, 
         }
         None => id_list_of(py, &slices)?,
     };
-    let copy = list.to_tuple();
     drop(slices);
+    keep_copy(&mut recent, &list, ids);
+    Ok(list)
+}
+
+/// Remember `list`, just built from `ids` (see [`prompt_list`]), for later prompts that
+/// extend it.
+pub fn remember_list(list: &Bound<'_, PyList>, ids: PromptIds) {
+    if !ids.shares_ids() || ids.len() > RECENT_IDS {
+        return;
+    }
+    if let Ok(mut recent) = RECENT.try_lock() {
+        keep_copy(&mut recent, list, ids);
+    }
+}
+
+fn keep_copy(recent: &mut Vec<Recent>, list: &Bound<'_, PyList>, ids: PromptIds) {
     recent.push(Recent {
         ids,
-        copy: copy.unbind(),
+        copy: list.to_tuple().unbind(),
     });
     while recent.len() > RECENT_LISTS
         || recent.iter().map(|kept| kept.ids.len()).sum::<usize>() > RECENT_IDS
     {
         recent.remove(0);
     }
-    Ok(list)
 }
 
 /// The number of leading ids two prompts share in memory: whole slices at the same address

@@ -139,18 +139,32 @@ impl PlainPipeline {
         bpe: Option<&FastBpe>,
         text: &str,
     ) -> tokenizers::Result<Vec<Vec<u32>>> {
-        if !self.cuts(text) {
+        let Some(chunks) = self.chunks(text) else {
             let mut ids = Vec::with_capacity(text.len() / 4);
             self.encode_whole(model, bpe, text, &mut ids)?;
             return Ok(vec![ids]);
-        }
-        cut(text, CHUNK_BYTES)
+        };
+        chunks
             .par_iter()
-            .map(|chunk| {
-                let mut ids = Vec::with_capacity(chunk.len() / 3);
-                self.encode_whole(model, bpe, chunk, &mut ids).map(|()| ids)
-            })
+            .map(|chunk| self.encode_chunk(model, bpe, chunk))
             .collect()
+    }
+
+    /// The pieces `text` is cut into and encoded in parallel ([`Self::encode_chunk`] each,
+    /// their ids concatenated), or `None` when it is encoded in one run.
+    pub(crate) fn chunks<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
+        self.cuts(text).then(|| cut(text, CHUNK_BYTES))
+    }
+
+    /// The ids of one piece given by [`Self::chunks`].
+    pub(crate) fn encode_chunk(
+        &self,
+        model: &ModelWrapper,
+        bpe: Option<&FastBpe>,
+        chunk: &str,
+    ) -> tokenizers::Result<Vec<u32>> {
+        let mut ids = Vec::with_capacity(chunk.len() / 3);
+        self.encode_whole(model, bpe, chunk, &mut ids).map(|()| ids)
     }
 
     /// Whether `text` is cut and its pieces encoded on the rayon pool.
