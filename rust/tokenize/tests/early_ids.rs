@@ -6,7 +6,7 @@ mod common;
 
 use std::ops::Range;
 
-use common::Lcg;
+use common::{Lcg, PromptBuilder};
 use deepseek_tokenize::Tokenizer;
 
 const WORDS: &[&str] = &[
@@ -35,34 +35,31 @@ fn prompt(
     long_bytes: usize,
 ) -> (String, Vec<Range<usize>>) {
     let mut rng = Lcg(seed);
-    let mut prompt = String::new();
-    let mut ranges = Vec::new();
-    let mut special = |prompt: &mut String, spelling: &str| {
-        let start = prompt.len();
-        prompt.push_str(spelling);
-        ranges.push(start..prompt.len());
-    };
-    special(&mut prompt, "<｜begin▁of▁sentence｜>");
+    let mut builder = PromptBuilder::new();
     for gap in 0..=gaps {
-        special(
-            &mut prompt,
-            if gap % 2 == 0 {
-                "<｜User｜>"
-            } else {
-                "<｜Assistant｜>"
-            },
-        );
-        let end = prompt.len()
+        builder.turn(gap);
+        let end = builder.prompt.len()
             + if gap == gaps / 2 {
                 long_bytes
             } else {
                 gap_bytes
             };
-        while prompt.len() < end {
-            prompt.push_str(rng.pick(WORDS));
+        while builder.prompt.len() < end {
+            builder.prompt.push_str(rng.pick(WORDS));
         }
     }
-    (prompt, ranges)
+    builder.build()
+}
+
+/// A tokenizer with the default caches, and one without a gap cache (the reference).
+fn tokenizers() -> (Tokenizer, Tokenizer) {
+    two_threads();
+    let path = common::tokenizer_path();
+    let tokenizer = Tokenizer::from_file(&path).unwrap();
+    (
+        tokenizer,
+        Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0),
+    )
 }
 
 /// The ids given early (concatenated), whether they were given, and the returned ids.
@@ -90,10 +87,7 @@ fn two_threads() {
 
 #[test]
 fn ids_given_early_are_the_prompts_ids_in_order() {
-    two_threads();
-    let path = common::tokenizer_path();
-    let tokenizer = Tokenizer::from_file(&path).unwrap();
-    let reference = Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0);
+    let (tokenizer, reference) = tokenizers();
     // Many gaps (runs of whole gaps), one long gap (cut in pieces), and both.
     for (seed, gaps, gap_bytes, long_bytes) in [
         (1, 200, 1500, 10),
@@ -121,10 +115,7 @@ fn ids_given_early_are_the_prompts_ids_in_order() {
 
 #[test]
 fn a_prompt_sharing_a_little_with_a_kept_one_gives_the_shared_ids_first() {
-    two_threads();
-    let path = common::tokenizer_path();
-    let tokenizer = Tokenizer::from_file(&path).unwrap();
-    let reference = Tokenizer::from_file(&path).unwrap().with_gap_cache_bytes(0);
+    let (tokenizer, reference) = tokenizers();
     let (first, first_ranges) = prompt(4, 40, 3000, 10);
     tokenizer.encode_prompt_ids(&first, &first_ranges).unwrap();
     // The same first two gaps and specials, then other text.

@@ -6,7 +6,7 @@ mod common;
 
 use std::ops::Range;
 
-use common::Lcg;
+use common::{Lcg, PromptBuilder};
 use deepseek_tokenize::Tokenizer;
 
 /// A conversation of `turns` turns; every turn's text is long enough to be cached.
@@ -16,30 +16,16 @@ fn conversation(turns: usize) -> (String, Vec<Range<usize>>) {
 
 /// [`conversation`] on its own `topic` (another text from the first turn on).
 fn conversation_about(topic: usize, turns: usize) -> (String, Vec<Range<usize>>) {
-    let mut prompt = String::new();
-    let mut ranges = Vec::new();
-    let mut special = |prompt: &mut String, spelling: &str| {
-        let start = prompt.len();
-        prompt.push_str(spelling);
-        ranges.push(start..prompt.len());
-    };
-    special(&mut prompt, "<｜begin▁of▁sentence｜>");
+    let mut builder = PromptBuilder::new();
     for turn in 0..turns {
-        special(
-            &mut prompt,
-            if turn % 2 == 0 {
-                "<｜User｜>"
-            } else {
-                "<｜Assistant｜>"
-            },
-        );
+        builder.turn(turn);
         for line in 0..12 {
-            prompt.push_str(&format!(
+            builder.prompt.push_str(&format!(
                 "Turn {turn}, line {line}: the quick brown fox {topic} <｜User｜> jumps 中文.\n"
             ));
         }
     }
-    (prompt, ranges)
+    builder.build()
 }
 
 #[test]

@@ -111,3 +111,38 @@ impl Lcg {
         items[self.next() % items.len()]
     }
 }
+
+/// A rendered prompt built by hand: text, and the byte ranges of its specials.
+#[derive(Default)]
+pub struct PromptBuilder {
+    pub prompt: String,
+    pub ranges: Vec<Range<usize>>,
+}
+
+impl PromptBuilder {
+    /// A prompt that starts with `<｜begin▁of▁sentence｜>`.
+    pub fn new() -> Self {
+        let mut builder = Self::default();
+        builder.special("<｜begin▁of▁sentence｜>");
+        builder
+    }
+
+    pub fn special(&mut self, spelling: &str) {
+        let start = self.prompt.len();
+        self.prompt.push_str(spelling);
+        self.ranges.push(start..self.prompt.len());
+    }
+
+    /// The role special of turn `turn` (user, assistant, user, ...).
+    pub fn turn(&mut self, turn: usize) {
+        self.special(if turn.is_multiple_of(2) {
+            "<｜User｜>"
+        } else {
+            "<｜Assistant｜>"
+        });
+    }
+
+    pub fn build(self) -> (String, Vec<Range<usize>>) {
+        (self.prompt, self.ranges)
+    }
+}
