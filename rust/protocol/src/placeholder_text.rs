@@ -29,6 +29,17 @@ impl PlaceholderText {
         self.text.push_str(text);
     }
 
+    /// [`PlaceholderText::push_text`] for a part the caller owns: the first part is kept
+    /// as it is rather than copied (a message's whole text, often).
+    pub(crate) fn push_owned(&mut self, text: String) {
+        if self.parts == 0 {
+            self.parts = 1;
+            self.text = text;
+        } else {
+            self.push_text(&text);
+        }
+    }
+
     /// Append one image part: `token` in the text, its range and `source` recorded.
     pub(crate) fn push_image(&mut self, source: ImageSource, token: &str) {
         self.separate();

@@ -37,7 +37,7 @@ impl ContentContext<'_> {
         let parts = match content {
             Content::Text(text) => {
                 let mut out = PlaceholderText::default();
-                out.push_text(&text);
+                out.push_owned(text);
                 return Ok(out);
             }
             Content::Parts(parts) => parts,
@@ -47,7 +47,7 @@ impl ContentContext<'_> {
         for part in parts {
             let (url, detail) = match part {
                 ContentPart::Text { text } => {
-                    out.push_text(&text);
+                    out.push_owned(text);
                     continue;
                 }
                 _ if !self.version.is_v41() => {
