@@ -19,7 +19,9 @@
 //! - a run of kanji/kana merges from its characters' ids where `char_merge.rs` allows it;
 //! - first merges come from a dense table of byte pairs, later ones through a per-thread
 //!   memo of recent lookups in front of the merge table;
-//! - up to [`MAX_PIECE_BYTES`], the merges run on a linked list of symbols that keeps each
+//! - a look-up of a pair with no merge (most pairs met while merging a new word) is
+//!   mostly answered by a small bit table ([`PairFilter`]), not the megabytes of merges;
+//! - up to [`MAX_PIECE_BYTES`], the merges run on an array of symbols that keeps each
 //!   adjacent pair's merge, so a merge re-reads only the two pairs it changes; longer
 //!   pieces merge through a queue of `(rank, position)` (`n log n`, as the model's own),
 //!   so 100k spaces cost no more than they must.
@@ -36,11 +38,8 @@ use tokenizers::ModelWrapper;
 use crate::byte_level;
 use crate::char_merge::{CharMerge, MergeTable};
 
-/// Pieces up to this many bytes merge by scanning a linked list; longer ones by a queue.
+/// Pieces up to this many bytes merge by scanning an array; longer ones by a queue.
 pub(crate) const MAX_PIECE_BYTES: usize = 32;
-
-/// A rank no merge has (ranks must stay below it).
-const NONE: u32 = u32::MAX;
 
 /// A symbol merged into the one before it.
 const GONE: u32 = u32::MAX;
@@ -209,6 +208,8 @@ pub(crate) struct FastBpe {
     byte_pairs: Box<[u64]>,
     /// `(left << 32) | right` → `(rank << 32) | merged`.
     merges: Fast<u64, u64>,
+    /// Which pairs may have a merge (see [`PairFilter`]).
+    may_merge: PairFilter,
     /// Raw bytes of every token that BPE on those bytes gives back as itself: up to 15
     /// bytes by [`short_key`], longer ones by their bytes.
     whole_short: Fast<u128, u32>,
@@ -252,7 +253,7 @@ impl FastBpe {
                 _ => return None,
             };
             let merged = id(&format!("{left}{right}"))?;
-            let rank = u32::try_from(rank).ok().filter(|&rank| rank != NONE)?;
+            let rank = u32::try_from(rank).ok().filter(|&rank| rank < MAX_RANK)?;
             // The first occurrence of a pair wins, as in the model's own merge map.
             let (left, right) = (id(left)?, id(right)?);
             rules.push((left, right, rank));
@@ -269,6 +270,7 @@ impl FastBpe {
         let mut bpe = Self {
             byte_ids,
             byte_pairs,
+            may_merge: PairFilter::new(map.keys().copied()),
             merges: map,
             whole_short: Fast::default(),
             whole: Fast::default(),
@@ -350,10 +352,11 @@ impl FastBpe {
     /// The merge of the pair `(left, right)`, packed as `(rank << 32) | merged`.
     #[inline]
     fn merge_of(&self, left: u32, right: u32) -> u64 {
-        self.merges
-            .get(&pair_key(left, right))
-            .copied()
-            .unwrap_or(NO_MERGE)
+        let pair = pair_key(left, right);
+        if !self.may_merge.contains(pair) {
+            return NO_MERGE;
+        }
+        self.merges.get(&pair).copied().unwrap_or(NO_MERGE)
     }
 
     /// The merge of two one-byte tokens, by their bytes.
@@ -561,50 +564,56 @@ impl PieceEncoder<'_> {
 }
 
 impl FastBpe {
-    /// BPE on a piece of at most [`MAX_PIECE_BYTES`]: a linked list of symbols that keeps
-    /// each adjacent pair's merge, so a merge re-reads only the two pairs it changes.
+    /// BPE on a piece of at most [`MAX_PIECE_BYTES`]. Each symbol keeps the merge with
+    /// the next one, so a merge re-reads only the two pairs it changes. The lowest rank,
+    /// leftmost on a tie, is the least of the keys `(rank << 5) | position` (a symbol
+    /// with no merge, or merged away, has [`NO_KEY`]): one branch-free pass over a fixed
+    /// array, which the compiler vectorises (a scan that branched on each rank
+    /// mispredicted about once a merge).
     fn merge_short(&self, bytes: &[u8], ids: &mut Vec<u32>, memo: &mut MergeMemo) {
         let len = bytes.len();
         if len == 0 || len > MAX_PIECE_BYTES {
             return;
         }
         let mut symbols = [0u32; MAX_PIECE_BYTES];
-        // `merges[i]`: the merge of symbol `i` with the one after it.
-        let mut merges = [NO_MERGE; MAX_PIECE_BYTES];
-        // `next[i]`: index of the symbol after `i` (`len` at the end).
+        // `keys[i]`, `merged[i]`: the merge of symbol `i` with the one after it.
+        let mut keys = [NO_KEY; MAX_PIECE_BYTES];
+        let mut merged = [0u32; MAX_PIECE_BYTES];
+        // `next[i]`, `previous[i]`: the symbols around `i` (`len` past either end).
         let mut next = [0u8; MAX_PIECE_BYTES];
+        let mut previous = [0u8; MAX_PIECE_BYTES];
+        let end = len as u8;
         for (at, &byte) in bytes.iter().enumerate() {
             symbols[at] = self.byte_ids[usize::from(byte)];
             next[at] = (at + 1) as u8;
+            previous[at] = at.checked_sub(1).map_or(end, |before| before as u8);
         }
         for (at, pair) in bytes.windows(2).enumerate() {
-            merges[at] = self.byte_merge(pair[0], pair[1]);
+            let merge = self.byte_merge(pair[0], pair[1]);
+            (keys[at], merged[at]) = (merge_key(merge, at), merge as u32);
         }
         loop {
-            // The lowest rank, leftmost on a tie, and the symbol before it.
-            let (mut best, mut best_at, mut before) = (NO_MERGE, len, len);
-            let (mut previous, mut at) = (len, 0usize);
-            while at < len {
-                if merges[at] >> 32 < best >> 32 {
-                    (best, best_at, before) = (merges[at], at, previous);
-                }
-                previous = at;
-                at = usize::from(next[at]);
-            }
-            if best == NO_MERGE {
+            let best = keys.iter().copied().min().unwrap_or(NO_KEY);
+            if best == NO_KEY {
                 break;
             }
-            let gone = usize::from(next[best_at]);
-            symbols[best_at] = best as u32;
-            next[best_at] = next.get(gone).copied().unwrap_or(len as u8);
-            let after = usize::from(next[best_at]);
-            merges[best_at] = if after < len {
-                memo.merge_of(self, symbols[best_at], symbols[after])
+            let at = (best & 31) as usize;
+            let gone = usize::from(next[at]);
+            symbols[at] = merged[at];
+            keys[gone] = NO_KEY;
+            let after = next[gone];
+            next[at] = after;
+            let merge = if after < end {
+                previous[usize::from(after)] = at as u8;
+                memo.merge_of(self, symbols[at], symbols[usize::from(after)])
             } else {
                 NO_MERGE
             };
+            (keys[at], merged[at]) = (merge_key(merge, at), merge as u32);
+            let before = usize::from(previous[at]);
             if before < len {
-                merges[before] = memo.merge_of(self, symbols[before], symbols[best_at]);
+                let merge = memo.merge_of(self, symbols[before], symbols[at]);
+                (keys[before], merged[before]) = (merge_key(merge, before), merge as u32);
             }
         }
         let mut at = 0usize;
@@ -612,6 +621,60 @@ impl FastBpe {
             ids.push(symbols[at]);
             at = usize::from(next[at]);
         }
+    }
+}
+
+/// A merge's key in [`FastBpe::merge_short`]: `(rank << 5) | position`, or [`NO_KEY`]
+/// for no merge (ranks stay below [`MAX_RANK`]: checked when the table is built).
+#[inline]
+fn merge_key(merge: u64, at: usize) -> i32 {
+    if merge == NO_MERGE {
+        NO_KEY
+    } else {
+        ((merge >> 32) as i32) << 5 | at as i32
+    }
+}
+
+/// No merge, in [`FastBpe::merge_short`]'s keys.
+const NO_KEY: i32 = i32::MAX;
+
+/// Ranks stay below this, for [`merge_key`] (2^26; vocabularies have ~2^17 merges).
+const MAX_RANK: u32 = 1 << 26;
+
+/// `log2` of the bits of a [`PairFilter`] (128 KiB: it stays in the core's cache).
+const FILTER_BITS: u32 = 20;
+
+/// One bit per hash of a pair, set for every pair the merges have: a clear bit answers
+/// "no merge" without reading the merge table. Most pairs looked up while merging a new
+/// word have no merge (four in five on the bench's text), and the table is megabytes.
+struct PairFilter {
+    bits: Box<[u64]>,
+}
+
+impl PairFilter {
+    fn new(pairs: impl Iterator<Item = u64>) -> Self {
+        let mut bits = vec![0u64; 1 << (FILTER_BITS - 6)].into_boxed_slice();
+        for pair in pairs {
+            let bit = Self::bit(pair);
+            if let Some(word) = bits.get_mut(bit >> 6) {
+                *word |= 1 << (bit & 63);
+            }
+        }
+        Self { bits }
+    }
+
+    #[inline]
+    fn bit(pair: u64) -> usize {
+        (pair.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FILTER_BITS)) as usize
+    }
+
+    /// `false` only for a pair with no merge.
+    #[inline]
+    fn contains(&self, pair: u64) -> bool {
+        let bit = Self::bit(pair);
+        self.bits
+            .get(bit >> 6)
+            .is_none_or(|word| word & (1 << (bit & 63)) != 0)
     }
 }
 
