@@ -638,8 +638,9 @@ fn merge_key(merge: u64, at: usize) -> i32 {
 /// No merge, in [`FastBpe::merge_short`]'s keys.
 const NO_KEY: i32 = i32::MAX;
 
-/// Ranks stay below this, for [`merge_key`] (2^26; vocabularies have ~2^17 merges).
-const MAX_RANK: u32 = 1 << 26;
+/// Ranks stay below this, for [`merge_key`]: the largest key, `(MAX_RANK - 1) << 5 | 31`,
+/// is then below [`NO_KEY`] (vocabularies have ~2^17 merges).
+const MAX_RANK: u32 = (1 << 26) - 1;
 
 /// `log2` of the bits of a [`PairFilter`] (128 KiB: it stays in the core's cache).
 const FILTER_BITS: u32 = 20;
@@ -724,5 +725,20 @@ impl Hasher for PairHasher {
 
     fn write_u64(&mut self, value: u64) {
         self.0 = (value ^ (value >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (value >> 32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge_key, MAX_PIECE_BYTES, MAX_RANK, NO_KEY, NO_MERGE};
+
+    #[test]
+    fn merge_keys_order_by_rank_then_position_and_stay_below_no_merge() {
+        let merge = |rank: u32| u64::from(rank) << 32 | 7;
+        let last = MAX_PIECE_BYTES - 1;
+        assert!(merge_key(merge(MAX_RANK - 1), last) < NO_KEY);
+        assert_eq!(merge_key(NO_MERGE, 0), NO_KEY);
+        assert!(merge_key(merge(3), last) < merge_key(merge(4), 0));
+        assert!(merge_key(merge(3), 1) < merge_key(merge(3), 2));
     }
 }
