@@ -55,7 +55,7 @@ impl<'a> Writer<'a> {
             .map(|&t| tokens.get(t))
             .filter(|p| !p.is_empty())
             .collect();
-        let mut finder = EarliestEnding::new(text, patterns);
+        let finder = EarliestEnding::new(text, patterns);
         let mut cursor = 0;
         while let Some(found) = finder.next_from(cursor) {
             self.text(text.get(cursor..found.start).unwrap_or_default());
@@ -105,48 +105,66 @@ const GROUNDING: [SpecialToken; 8] = [
 ];
 
 /// Finds, from a cursor, the pattern occurrence that ends first (the longest of those ending
-/// at the same place). Each pattern's next occurrence is cached and searched again only once
-/// the cursor has passed its start, so a whole scan costs one pass per pattern.
+/// at the same place). One pass over the positions where a pattern's first byte is (found
+/// with `memchr` for up to three distinct first bytes, the grounding tokens' `<` by
+/// default); a scan stops at the first position past the best end so far, since a match
+/// starting there cannot end sooner. Patterns are valid UTF-8, so a match never starts
+/// inside a character.
 struct EarliestEnding<'t> {
     text: &'t str,
-    /// (pattern, its next occurrence at or after the last search start; `None` if none left)
-    next: Vec<(&'t str, Option<usize>)>,
-    searched_from: Vec<usize>,
+    patterns: Vec<&'t str>,
+    /// The distinct first bytes of the patterns.
+    firsts: Vec<u8>,
 }
 
 impl<'t> EarliestEnding<'t> {
     fn new(text: &'t str, patterns: Vec<&'t str>) -> Self {
-        let count = patterns.len();
+        let mut firsts: Vec<u8> = patterns
+            .iter()
+            .filter_map(|pattern| pattern.as_bytes().first().copied())
+            .collect();
+        firsts.sort_unstable();
+        firsts.dedup();
         Self {
             text,
-            next: patterns.into_iter().map(|p| (p, Some(0))).collect(),
-            searched_from: vec![usize::MAX; count],
+            patterns,
+            firsts,
         }
     }
 
-    fn next_from(&mut self, from: usize) -> Option<Range<usize>> {
+    /// The first position at or after `from` holding a pattern's first byte.
+    fn candidate(&self, from: usize) -> Option<usize> {
+        let rest = self.text.as_bytes().get(from..)?;
+        let found = match *self.firsts.as_slice() {
+            [] => None,
+            [one] => memchr::memchr(one, rest),
+            [one, two] => memchr::memchr2(one, two, rest),
+            [one, two, three] => memchr::memchr3(one, two, three, rest),
+            _ => rest.iter().position(|byte| self.firsts.contains(byte)),
+        };
+        found.map(|at| from + at)
+    }
+
+    fn next_from(&self, from: usize) -> Option<Range<usize>> {
+        let bytes = self.text.as_bytes();
         let mut best: Option<Range<usize>> = None;
-        for ((pattern, next), searched) in self.next.iter_mut().zip(self.searched_from.iter_mut()) {
-            let Some(start) = *next else { continue };
-            if start < from || *searched == usize::MAX {
-                *next = self
-                    .text
-                    .get(from..)
-                    .and_then(|rest| rest.find(*pattern))
-                    .map(|i| from + i);
-                *searched = from;
+        let mut at = from;
+        while let Some(start) = self.candidate(at) {
+            if best.as_ref().is_some_and(|best| start >= best.end) {
+                break;
             }
-            let Some(start) = *next else { continue };
-            let candidate = start..start + pattern.len();
-            let better = match &best {
-                None => true,
-                Some(b) => {
-                    candidate.end < b.end || (candidate.end == b.end && candidate.start < b.start)
+            let rest = bytes.get(start..).unwrap_or_default();
+            for pattern in &self.patterns {
+                if !rest.starts_with(pattern.as_bytes()) {
+                    continue;
                 }
-            };
-            if better {
-                best = Some(candidate);
+                let end = start + pattern.len();
+                // Positions only grow, so an equal end here is a later start: not better.
+                if best.as_ref().is_none_or(|best| end < best.end) {
+                    best = Some(start..end);
+                }
             }
+            at = start + 1;
         }
         best
     }
@@ -224,6 +242,23 @@ mod tests {
             "[B][B]x[B]",
             &[(SpecialToken::Box, "[B]")],
             &["[B]", "[B]", "[B]"],
+        ),
+        (
+            "more than three first bytes",
+            "aw bx cy dz <｜/ref｜>",
+            &[
+                (SpecialToken::Ref, "w"),
+                (SpecialToken::Box, "x"),
+                (SpecialToken::Point, "y"),
+                (SpecialToken::Polygon, "z"),
+            ],
+            &["w", "x", "y", "z", "<｜/ref｜>"],
+        ),
+        (
+            "a later start that ends first",
+            "xxabcdefg",
+            &[(SpecialToken::Ref, "abcdefg"), (SpecialToken::Box, "cde")],
+            &["cde"],
         ),
     ];
 
