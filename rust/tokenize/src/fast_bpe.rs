@@ -175,16 +175,17 @@ impl MergeMemo {
 #[inline]
 fn short_key(bytes: &[u8]) -> Option<u128> {
     let len = bytes.len();
+    // Up to 7 bytes fit in 64 bits (shifts of 128-bit numbers cost several instructions).
     let packed = match len {
         0 => 0,
         1..=3 => {
-            let byte = |at: usize| u128::from(bytes.get(at).copied().unwrap_or(0)) << (8 * at);
-            byte(0) | byte(len / 2) | byte(len - 1)
+            let byte = |at: usize| bytes.get(at).map_or(0, |&byte| u64::from(byte) << (8 * at));
+            u128::from(byte(0) | byte(len / 2) | byte(len - 1))
         }
         4..=7 => {
             let low = u32::from_le_bytes(*bytes.first_chunk::<4>()?);
             let high = u32::from_le_bytes(*bytes.last_chunk::<4>()?);
-            u128::from(low) | u128::from(high) << (8 * (len - 4))
+            u128::from(u64::from(low) | u64::from(high) << (8 * (len - 4)))
         }
         8..=15 => {
             let low = u64::from_le_bytes(*bytes.first_chunk::<8>()?);
@@ -395,21 +396,24 @@ impl PieceEncoder<'_> {
     /// Append the ids of one piece (raw bytes) to `ids`.
     #[inline]
     pub(crate) fn encode(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
-        let bpe = self.bpe;
         let Some(key) = short_key(bytes) else {
             return self.encode_long(bytes, ids);
         };
         // Frequent words are found in a small direct-mapped table first (it stays in the
-        // core's cache); the vocabulary's table is megabytes.
+        // core's cache); the vocabulary's table is megabytes. This much is inlined into
+        // the splitter's loop; the rest is a call.
         let front = (((key as u64) ^ ((key >> 64) as u64)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> (64 - FRONT_BITS)) as usize;
-        if let Some(&(seen, id)) = self.state.front.get(front) {
-            if seen == key {
-                ids.push(id);
-                return;
-            }
+        match self.state.front.get(front) {
+            Some(&(seen, id)) if seen == key => ids.push(id),
+            _ => self.encode_short(bytes, key, front, ids),
         }
-        if let Some(&id) = bpe.whole_short.get(&key) {
+    }
+
+    /// A piece of up to 15 bytes (key `key`) not in the front table (at slot `front`).
+    #[inline(never)]
+    fn encode_short(&mut self, bytes: &[u8], key: u128, front: usize, ids: &mut Vec<u32>) {
+        if let Some(&id) = self.bpe.whole_short.get(&key) {
             if let Some(slot) = self.state.front.get_mut(front) {
                 *slot = (key, id);
             }
