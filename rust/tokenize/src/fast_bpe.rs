@@ -394,7 +394,7 @@ pub(crate) struct PieceEncoder<'a> {
 
 impl PieceEncoder<'_> {
     /// Append the ids of one piece (raw bytes) to `ids`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn encode(&mut self, bytes: &[u8], ids: &mut Vec<u32>) {
         let Some(key) = short_key(bytes) else {
             return self.encode_long(bytes, ids);
