@@ -152,11 +152,18 @@ impl CharMerge {
     /// characters kept by [`Self::build`]; `false` otherwise (the caller merges bytes).
     pub(crate) fn char_ids(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
         out.clear();
-        let Ok(text) = std::str::from_utf8(piece) else {
+        // Every character of the class is three bytes, `1110xxxx 10xxxxxx 10xxxxxx`: a
+        // piece of anything else fails the length, the patterns or the ranges.
+        let (chars, []) = piece.as_chunks::<3>() else {
             return false;
         };
-        for c in text.chars() {
-            let code = u32::from(c);
+        for &[lead, second, third] in chars {
+            if lead & 0xF0 != 0xE0 || second & 0xC0 != 0x80 || third & 0xC0 != 0x80 {
+                return false;
+            }
+            let code = u32::from(lead & 0x0F) << 12
+                | u32::from(second & 0x3F) << 6
+                | u32::from(third & 0x3F);
             let in_class = RANGES
                 .iter()
                 .any(|&(low, high)| (low..=high).contains(&code));
@@ -301,6 +308,41 @@ mod tests {
         (b"\xe4\xb8", b"\x80", 20),
         (b"\xe4\xb8", b"\x81", 21),
     ];
+
+    /// Reading characters straight from the bytes agrees with decoding them: every
+    /// three-byte character, and pieces that are not whole three-byte characters.
+    #[test]
+    fn character_ids_read_from_bytes_agree_with_decoding() {
+        use super::RANGES;
+        let first = RANGES[0].0;
+        let merge = CharMerge {
+            ids: (first..=RANGES[1].1).map(|code| code + 7).collect(),
+        };
+        let mut ids = Vec::new();
+        for c in (0x800..=0xFFFF).filter_map(char::from_u32) {
+            let code = u32::from(c);
+            let want = RANGES
+                .iter()
+                .any(|&(low, high)| (low..=high).contains(&code))
+                .then_some(vec![code + 7, code + 7]);
+            let piece = [c, c].iter().collect::<String>();
+            let found = merge
+                .char_ids(piece.as_bytes(), &mut ids)
+                .then(|| ids.clone());
+            assert_eq!(found, want, "{code:#x}");
+        }
+        let yi = "一".as_bytes();
+        for piece in [
+            &yi[..1],
+            &yi[..2],
+            &[yi, b"a"].concat(),
+            "😀".as_bytes(),
+            b"abc",
+            &[0xE4, 0x38, 0x80],
+        ] {
+            assert!(!merge.char_ids(piece, &mut ids), "{piece:x?}");
+        }
+    }
 
     #[test]
     fn characters_first_then_words_merge_from_characters() {

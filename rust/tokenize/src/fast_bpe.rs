@@ -168,6 +168,17 @@ impl MergeMemo {
             None => bpe.merge_of(left, right),
         }
     }
+
+    /// [`Self::merge_of`] behind the filter: for pairs that mostly have no merge and
+    /// rarely recur (characters of a kanji/kana run), whose slots would only evict others.
+    #[inline]
+    fn merge_of_rare(&mut self, bpe: &FastBpe, left: u32, right: u32) -> u64 {
+        if bpe.may_merge.contains(pair_key(left, right)) {
+            self.merge_of(bpe, left, right)
+        } else {
+            NO_MERGE
+        }
+    }
 }
 
 /// Up to 15 bytes packed with their length into one number: equal numbers are equal byte
@@ -527,7 +538,7 @@ impl PieceEncoder<'_> {
             if left_symbol == GONE || right >= len {
                 continue;
             }
-            let merge = memo.merge_of(bpe, left_symbol, symbol(symbols, right));
+            let merge = memo.merge_of_rare(bpe, left_symbol, symbol(symbols, right));
             if merge == NO_MERGE || merge >> 32 != rank {
                 continue;
             }
@@ -546,14 +557,14 @@ impl PieceEncoder<'_> {
                 if let Some(slot) = previous.get_mut(after) {
                     *slot = at;
                 }
-                let merge = memo.merge_of(bpe, merged, symbol(symbols, after));
+                let merge = memo.merge_of_rare(bpe, merged, symbol(symbols, after));
                 if merge != NO_MERGE {
                     queue.push(entry(merge, at));
                 }
             }
             let before = previous.get(at).copied().unwrap_or(usize::MAX);
             if before < len {
-                let merge = memo.merge_of(bpe, symbol(symbols, before), merged);
+                let merge = memo.merge_of_rare(bpe, symbol(symbols, before), merged);
                 if merge != NO_MERGE {
                     queue.push(entry(merge, before));
                 }
