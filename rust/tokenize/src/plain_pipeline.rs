@@ -36,8 +36,8 @@ use tokenizers::utils::SysRegex;
 use tokenizers::{Model, ModelWrapper, Tokenizer as HfTokenizer};
 
 use crate::byte_level;
-use crate::fast_bpe::FastBpe;
-use crate::v4_pieces::V4Pieces;
+use crate::fast_bpe::{FastBpe, PieceEncoder};
+use crate::v4_pieces::{PieceSink, V4Pieces};
 
 /// The DeepSeek V4 pre-tokenizer regexes, in order (see "Cutting long texts").
 const DEEPSEEK_V4_SPLITS: [&str; 3] = [
@@ -184,11 +184,14 @@ impl PlainPipeline {
         // pieces is built (a list per chunk costs page faults on every core).
         if let (Some(by_hand), Some(bpe)) = (V4Pieces::ready().filter(|_| self.deepseek_v4), bpe) {
             bpe.with_encoder(|encoder| {
-                by_hand.each_piece(text, &mut |piece| {
-                    if let Some(bytes) = text.as_bytes().get(piece) {
-                        encoder.encode(bytes, ids);
-                    }
-                });
+                by_hand.each_piece(
+                    text,
+                    &mut EncodePieces {
+                        encoder,
+                        text: text.as_bytes(),
+                        ids,
+                    },
+                );
             });
             return Ok(());
         }
@@ -246,6 +249,22 @@ impl PlainPipeline {
             pieces = next;
         }
         *out = pieces;
+    }
+}
+
+/// The hand-written splitter's pieces straight into the merges, inlined into its loop.
+struct EncodePieces<'e, 'a, 'b> {
+    encoder: &'e mut PieceEncoder<'a>,
+    text: &'b [u8],
+    ids: &'b mut Vec<u32>,
+}
+
+impl PieceSink for EncodePieces<'_, '_, '_> {
+    #[inline(always)]
+    fn piece(&mut self, piece: Range<usize>) {
+        if let Some(bytes) = self.text.get(piece) {
+            self.encoder.encode(bytes, self.ids);
+        }
     }
 }
 
