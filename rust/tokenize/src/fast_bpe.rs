@@ -424,13 +424,9 @@ impl PieceEncoder<'_> {
     /// A piece of up to 15 bytes (key `key`) not in the front table (at slot `front`).
     #[inline(never)]
     fn encode_short(&mut self, bytes: &[u8], key: u128, front: usize, ids: &mut Vec<u32>) {
-        if let Some(&id) = self.bpe.whole_short.get(&key) {
-            if let Some(slot) = self.state.front.get_mut(front) {
-                *slot = (key, id);
-            }
-            ids.push(id);
-            return;
-        }
+        // Words of several tokens first: whole tokens mostly hit the front table, so most
+        // pieces that get here are cached words (bench (e): 12% of pieces, against 2.5%
+        // whole tokens), and each table look-up waits on memory.
         if let Some(found) = self
             .state
             .pieces
@@ -438,6 +434,13 @@ impl PieceEncoder<'_> {
             .and_then(|&at| self.state.cached(at))
         {
             ids.extend_from_slice(found);
+            return;
+        }
+        if let Some(&id) = self.bpe.whole_short.get(&key) {
+            if let Some(slot) = self.state.front.get_mut(front) {
+                *slot = (key, id);
+            }
+            ids.push(id);
             return;
         }
         if let Some(at) = self.merge_to_cache(bytes, ids) {
