@@ -233,12 +233,11 @@ impl V4Pieces {
             // Most pieces are an ASCII word, maybe after one space: alternative 2 of regex 3
             // (`word_end` would find the same, after reading both characters' classes).
             if self.ascii_letters_are_alphabetic {
-                let letters_from = match bytes.get(at..at + 2) {
-                    Some([b' ', second]) if second.is_ascii_alphabetic() => Some(at + 2),
-                    Some([first, _]) if first.is_ascii_alphabetic() => Some(at + 1),
-                    None if bytes.get(at).is_some_and(u8::is_ascii_alphabetic) => Some(at + 1),
-                    _ => None,
-                };
+                // One test, not one per shape: a letter at `at`, or a space and a letter.
+                let first = bytes.get(at).copied().unwrap_or(0);
+                let space = usize::from(first == b' ');
+                let letter = bytes.get(at + space).is_some_and(u8::is_ascii_alphabetic);
+                let letters_from = letter.then_some(at + space + 1);
                 if let Some(from) = letters_from {
                     if let Some(from) = unmatched.take() {
                         sink.piece(from..at);
