@@ -69,7 +69,7 @@ impl Default for ThreadState {
             pieces: Fast::default(),
             long_pieces: Fast::default(),
             ids: Vec::new(),
-            front: vec![(0, 0); 1 << FRONT_BITS].into_boxed_slice(),
+            front: Box::new([(0, 0); 1 << FRONT_BITS]),
             memo: MergeMemo::default(),
             symbols: Vec::new(),
             next: Vec::new(),
@@ -91,8 +91,9 @@ struct ThreadState {
     long_pieces: Fast<Box<[u8]>, (u32, u32)>,
     ids: Vec<u32>,
     /// Recently seen pieces that are one whole token, one per slot by key hash (key 0,
-    /// the empty piece, which is never looked up, marks a free slot).
-    front: Box<[(u128, u32)]>,
+    /// the empty piece, which is never looked up, marks a free slot). An array, not a
+    /// slice: a slot index made of [`FRONT_BITS`] bits then needs no bounds check.
+    front: Box<[(u128, u32); 1 << FRONT_BITS]>,
     /// Recently read merges, by pair (see [`MergeMemo`]).
     memo: MergeMemo,
     /// Buffers of [`PieceEncoder::run_queue`], kept between pieces.
