@@ -170,8 +170,9 @@ impl MergeMemo {
         }
     }
 
-    /// [`Self::merge_of`] behind the filter: for pairs that mostly have no merge and
-    /// rarely recur (characters of a kanji/kana run), whose slots would only evict others.
+    /// [`Self::merge_of`] behind the filter, for [`PieceEncoder::run_queue`]'s pairs: most
+    /// are characters of kanji/kana runs, which mostly have no merge and rarely recur, so
+    /// their slots would only evict others.
     #[inline]
     fn merge_of_rare(&mut self, bpe: &FastBpe, left: u32, right: u32) -> u64 {
         if bpe.may_merge.contains(pair_key(left, right)) {
