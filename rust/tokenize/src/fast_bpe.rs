@@ -69,7 +69,7 @@ impl Default for ThreadState {
             pieces: Fast::default(),
             long_pieces: Fast::default(),
             ids: Vec::new(),
-            front: Box::new([(0, 0); 1 << FRONT_BITS]),
+            front: empty_front(),
             memo: MergeMemo::default(),
             symbols: Vec::new(),
             next: Vec::new(),
@@ -77,6 +77,26 @@ impl Default for ThreadState {
             queue: std::collections::BinaryHeap::new(),
         }
     }
+}
+
+/// A thread's table of recent whole-token pieces: `(key, id)` per slot.
+type FrontTable = [(u128, u32); 1 << FRONT_BITS];
+
+/// An empty [`FrontTable`], made on the heap: `Box::new` of the array builds its 256 KiB on
+/// the stack first, even in release builds, which is more than some threads have.
+fn empty_front() -> Box<FrontTable> {
+    vec![(0, 0); 1 << FRONT_BITS]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| empty_front_by_value())
+}
+
+/// Not reached (the slice above has the table's length); out of line, so that its stack
+/// frame is only made if it were.
+#[cold]
+#[inline(never)]
+fn empty_front_by_value() -> Box<FrontTable> {
+    Box::new([(0, 0); 1 << FRONT_BITS])
 }
 
 /// A thread's cache of merged pieces and its merge buffers, borrowed once per text.
@@ -93,7 +113,7 @@ struct ThreadState {
     /// Recently seen pieces that are one whole token, one per slot by key hash (key 0,
     /// the empty piece, which is never looked up, marks a free slot). An array, not a
     /// slice: a slot index made of [`FRONT_BITS`] bits then needs no bounds check.
-    front: Box<[(u128, u32); 1 << FRONT_BITS]>,
+    front: Box<FrontTable>,
     /// Recently read merges, by pair (see [`MergeMemo`]).
     memo: MergeMemo,
     /// Buffers of [`PieceEncoder::run_queue`], kept between pieces.
@@ -750,7 +770,19 @@ impl Hasher for PairHasher {
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_key, MAX_PIECE_BYTES, MAX_RANK, NO_KEY, NO_MERGE};
+    use super::{merge_key, ThreadState, FRONT_BITS, MAX_PIECE_BYTES, MAX_RANK, NO_KEY, NO_MERGE};
+
+    /// A thread with a small stack (musl's default is 128 KiB) can hold a piece encoder's
+    /// state: its tables are made on the heap, not built on the stack and moved there.
+    #[test]
+    fn thread_state_fits_a_small_stack() {
+        let slots = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(|| ThreadState::default().front.len())
+            .ok()
+            .and_then(|thread| thread.join().ok());
+        assert_eq!(slots, Some(1 << FRONT_BITS));
+    }
 
     #[test]
     fn merge_keys_order_by_rank_then_position_and_stay_below_no_merge() {
