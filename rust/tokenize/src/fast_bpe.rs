@@ -105,10 +105,11 @@ struct ThreadState {
     /// tokenizer file in practice; another file clears the cache.
     owner: u64,
     /// Pieces of up to 15 bytes that are not one token ([`short_key`]): words repeat, and
-    /// merging them is dearer than a lookup. Each maps to `(start, len)` in `ids`.
-    pieces: Fast<u128, (u32, u32)>,
+    /// merging them is dearer than a lookup.
+    pieces: Fast<u128, Stored>,
     /// Longer pieces (up to [`MAX_CACHED_PIECE_BYTES`]) that are not one token, by bytes.
-    long_pieces: Fast<Box<[u8]>, (u32, u32)>,
+    long_pieces: Fast<Box<[u8]>, Stored>,
+    /// The ids of cached pieces of more than [`INLINE_IDS`] ids.
     ids: Vec<u32>,
     /// Recently seen pieces that are one whole token, one per slot by key hash (key 0,
     /// the empty piece, which is never looked up, marks a free slot). An array, not a
@@ -123,25 +124,51 @@ struct ThreadState {
     queue: std::collections::BinaryHeap<std::cmp::Reverse<u128>>,
 }
 
+/// Ids a cached piece keeps in its own entry; more go to the thread's arena.
+const INLINE_IDS: usize = 3;
+
+/// A cached piece's ids, as filed under the piece: up to [`INLINE_IDS`] in place (most
+/// words of several tokens have two or three), so a hit reads no second place in memory;
+/// more as `[start, _, _]` in [`ThreadState::ids`]. The entry is no bigger for it: a
+/// 16-byte key pads `(u32, u32)` to 16 bytes anyway.
+#[derive(Clone, Copy)]
+struct Stored {
+    len: u32,
+    ids: [u32; INLINE_IDS],
+}
+
 impl ThreadState {
-    /// Store a merged piece's ids in the arena (emptying the piece caches first when they
-    /// are full); their `(start, len)` there, to be filed under the piece.
-    fn cache_ids(&mut self, merged: &[u32]) -> Option<(u32, u32)> {
+    /// Store a merged piece's ids (emptying the piece caches first when they are full):
+    /// what to file under the piece.
+    fn cache_ids(&mut self, merged: &[u32]) -> Option<Stored> {
         if self.pieces.len() + self.long_pieces.len() >= PIECE_CACHE_ENTRIES {
             self.clear_pieces();
         }
-        let slot = (
-            u32::try_from(self.ids.len()).ok()?,
-            u32::try_from(merged.len()).ok()?,
-        );
-        self.ids.extend_from_slice(merged);
-        Some(slot)
+        let len = u32::try_from(merged.len()).ok()?;
+        let mut ids = [0; INLINE_IDS];
+        match ids.get_mut(..merged.len()) {
+            Some(inline) => inline.copy_from_slice(merged),
+            None => {
+                ids[0] = u32::try_from(self.ids.len()).ok()?;
+                self.ids.extend_from_slice(merged);
+            }
+        }
+        Some(Stored { len, ids })
     }
 
-    /// The ids stored at `(start, len)` by [`ThreadState::cache_ids`].
-    fn cached(&self, (start, len): (u32, u32)) -> Option<&[u32]> {
-        let start = start as usize;
-        self.ids.get(start..start + len as usize)
+    /// Append the ids `stored` by [`ThreadState::cache_ids`] to `ids`.
+    #[inline(always)]
+    fn extend_cached(&self, stored: &Stored, ids: &mut Vec<u32>) {
+        let len = stored.len as usize;
+        if len <= INLINE_IDS {
+            // All three, then cut: a fixed-size copy, where the exact length is a call.
+            let end = ids.len() + len;
+            ids.extend_from_slice(&stored.ids);
+            ids.truncate(end);
+        } else {
+            let start = stored.ids[0] as usize;
+            ids.extend_from_slice(self.ids.get(start..start + len).unwrap_or_default());
+        }
     }
 
     fn clear_pieces(&mut self) {
@@ -153,8 +180,8 @@ impl ThreadState {
     }
 }
 
-/// `log2` of the slots of a thread's [`MergeMemo`] (16 bytes each: 512 KiB, within the
-/// core's 1 MiB L2; 8192 slots measured ~3% slower on e_text, 65536 no better).
+/// `log2` of the slots of a thread's [`MergeMemo`] (16 bytes each: 512 KiB, the bench
+/// machine's L2 per core; 8192 slots measured ~3% slower on e_text, 65536 no better).
 const MEMO_BITS: u32 = 15;
 const MEMO_SLOTS: usize = 1 << MEMO_BITS;
 
@@ -449,13 +476,8 @@ impl PieceEncoder<'_> {
         // Words of several tokens first: whole tokens mostly hit the front table, so most
         // pieces that get here are cached words (bench (e): 12% of pieces, against 2.5%
         // whole tokens), and each table look-up waits on memory.
-        if let Some(found) = self
-            .state
-            .pieces
-            .get(&key)
-            .and_then(|&at| self.state.cached(at))
-        {
-            ids.extend_from_slice(found);
+        if let Some(stored) = self.state.pieces.get(&key) {
+            self.state.extend_cached(stored, ids);
             return;
         }
         if let Some(&id) = self.bpe.whole_short.get(&key) {
@@ -480,9 +502,8 @@ impl PieceEncoder<'_> {
         if bytes.len() > MAX_CACHED_PIECE_BYTES {
             return self.merge(bytes, ids);
         }
-        let cached = self.state.long_pieces.get(bytes);
-        if let Some(found) = cached.and_then(|&at| self.state.cached(at)) {
-            ids.extend_from_slice(found);
+        if let Some(stored) = self.state.long_pieces.get(bytes) {
+            self.state.extend_cached(stored, ids);
             return;
         }
         if let Some(at) = self.merge_to_cache(bytes, ids) {
@@ -490,9 +511,8 @@ impl PieceEncoder<'_> {
         }
     }
 
-    /// Merge a piece (appending its ids) and store its ids in the thread's arena too:
-    /// where, to file under the piece.
-    fn merge_to_cache(&mut self, bytes: &[u8], ids: &mut Vec<u32>) -> Option<(u32, u32)> {
+    /// Merge a piece (appending its ids) and keep its ids: what to file under the piece.
+    fn merge_to_cache(&mut self, bytes: &[u8], ids: &mut Vec<u32>) -> Option<Stored> {
         let from = ids.len();
         self.merge(bytes, ids);
         self.state.cache_ids(ids.get(from..).unwrap_or_default())

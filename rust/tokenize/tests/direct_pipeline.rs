@@ -107,6 +107,48 @@ fn recurring_long_pieces_match_tokenizers() {
     }
 }
 
+/// Pieces of up to 15 bytes that are several tokens are cached after their first merge,
+/// with up to three ids in the entry itself and more elsewhere: words of two, three and
+/// more tokens, repeated in any order, encode as `tokenizers` does, the second time from
+/// the cache.
+#[test]
+fn recurring_short_pieces_match_tokenizers() {
+    let tokenizer = common::tokenizer();
+    let letters: Vec<char> = "qxzjkvwyfgbpmhuAQXZJéß".chars().collect();
+    let mut rng = common::Lcg(0x5407);
+    let mut next = || rng.next();
+    let words: Vec<String> = (0..200)
+        .map(|_| {
+            let len = 2 + next() % 12;
+            let word: String = (0..len).map(|_| letters[next() % letters.len()]).collect();
+            [word.clone(), format!(" {word}")][next() % 2].clone()
+        })
+        .collect();
+    let mut sizes = [0usize; 5];
+    for word in &words {
+        sizes[tokenizer.encode_plain(word).unwrap().len().min(4)] += 1;
+    }
+    assert!(
+        sizes[2..].iter().all(|&count| count > 0),
+        "the words should be of 2, 3 and more tokens: {sizes:?}"
+    );
+    for round in 0..300 {
+        let mut text = String::new();
+        for _ in 0..1 + next() % 10 {
+            text.push_str(&words[next() % words.len()]);
+            text.push_str([".", " ", "\n", "1"][next() % 4]);
+        }
+        let want = tokenizer.encode_plain_by_tokenizers(&text).unwrap();
+        for pass in 0..2 {
+            assert_eq!(
+                tokenizer.encode_plain(&text).unwrap(),
+                want,
+                "round {round}, pass {pass}: {text:?}"
+            );
+        }
+    }
+}
+
 /// A file whose pre-tokenizer is spelled differently (here an equivalent first regex) is
 /// not recognised as DeepSeek V4 and runs its regexes directly; the ids do not change.
 #[test]
