@@ -18,7 +18,7 @@ cargo nextest run --workspace --exclude deepseek-python --no-fail-fast
 
 echo "== build and install the wheel"
 rm -rf "$WHEELS" && mkdir -p "$WHEELS"
-"$VENV/bin/maturin" build --release --out "$WHEELS"
+"$VENV/bin/maturin" build --release --out "$WHEELS" --interpreter "$VENV/bin/python"
 "$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEELS"/*.whl
 
 echo "== stub check"
