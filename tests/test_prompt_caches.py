@@ -129,12 +129,11 @@ for request in json.load(sys.stdin):
 """
 
 
-def test_large_prompts_listed_while_encoding_equal_a_one_thread_encode() -> None:
-    """A large prompt encoded on several threads has its list built while the rest is
-    encoded (`rust/tokenize/src/prompt/early.rs`); one thread builds it afterwards. Both
-    give the same list, for a fresh conversation with a tool result cut in pieces (over
-    1 MB), the next turn of it (which reuses it), and a conversation sharing only its
-    start."""
+def test_large_prompts_on_two_threads_equal_a_one_thread_encode() -> None:
+    """A large prompt encoded on two threads (its gaps, and a long gap's pieces, in
+    parallel) gives the same list as on one, for a fresh conversation with a tool result
+    cut in pieces (over 1 MB), the next turn of it (which reuses it), and a conversation
+    sharing only its start."""
     big = chat_request(8, 60, {})
     big["messages"].insert(1, {"role": "user", "content": turn_text(8, 99, 0) * 1600})
     grown = json.loads(json.dumps(big))

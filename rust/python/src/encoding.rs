@@ -87,35 +87,13 @@ impl Encoder {
             .tokenizer
             .clone()
             .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
-        // A large prompt encoded on the pool comes in stretches while the rest is encoded:
-        // its list is built meanwhile (taking the interpreter for each stretch).
-        let list = PyList::empty(py).unbind();
-        let mut failed = None;
-        let (ids, delivered) = py
+        let ids = py
             .detach(|| {
                 let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-                let mut early = |ids: &[u32]| {
-                    if failed.is_none() {
-                        failed =
-                            Python::attach(|py| crate::ids::extend_list(list.bind(py), ids)).err();
-                    }
-                };
-                tokenizer.encode_prompt_ids_early(
-                    &prompt.prompt,
-                    &prompt.special_ranges,
-                    &mut early,
-                )
+                tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
             })
             .map_err(errors::tokenize)?;
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        if !delivered {
-            return crate::ids::prompt_list(py, ids);
-        }
-        let list = list.into_bound(py);
-        crate::ids::remember_list(&list, ids);
-        Ok(list)
+        crate::ids::prompt_list(py, ids)
     }
 }
 

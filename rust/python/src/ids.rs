@@ -95,19 +95,6 @@ impl<I: Iterator<Item = u32>> Iterator for Counted<I> {
     }
 }
 
-/// Append `ids` to `list`.
-pub fn extend_list(list: &Bound<'_, PyList>, ids: &[u32]) -> PyResult<()> {
-    let py = list.py();
-    let ints = shared_ints(py);
-    for &id in ids {
-        match ints.get(id as usize) {
-            Some(shared) => list.append(shared.bind(py))?,
-            None => list.append(PyInt::new(py, id))?,
-        }
-    }
-    Ok(())
-}
-
 /// A prompt's ids as a new Python list: from a recent prompt's kept copy when the two
 /// share their front ids in memory, else id by id.
 ///
@@ -141,17 +128,6 @@ pub fn prompt_list<'py>(py: Python<'py>, ids: PromptIds) -> PyResult<Bound<'py, 
     drop(slices);
     keep_copy(&mut recent, &list, ids);
     Ok(list)
-}
-
-/// Remember `list`, just built from `ids` (see [`prompt_list`]), for later prompts that
-/// extend it.
-pub fn remember_list(list: &Bound<'_, PyList>, ids: PromptIds) {
-    if !ids.shares_ids() || ids.len() > RECENT_IDS {
-        return;
-    }
-    if let Ok(mut recent) = RECENT.try_lock() {
-        keep_copy(&mut recent, list, ids);
-    }
 }
 
 fn keep_copy(recent: &mut Vec<Recent>, list: &Bound<'_, PyList>, ids: PromptIds) {

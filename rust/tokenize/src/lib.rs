@@ -22,8 +22,6 @@
 //!
 //! `Tokenizer` is `Send + Sync` (its caches lock or are per thread); gaps, and long gaps
 //! cut at safe newlines, are encoded in parallel on rayon.
-//! [`Tokenizer::encode_prompt_ids_early`] hands a large fresh prompt's ids to the caller
-//! in order while the pool encodes the rest (`prompt/early.rs`).
 
 mod added_split;
 mod byte_level;
@@ -38,5 +36,5 @@ mod tokenizer;
 mod v4_pieces;
 
 pub use error::{TokenizeError, TokenizeErrorKind};
-pub use prompt::{EarlyIds, Parallelism, PromptIds};
+pub use prompt::{Parallelism, PromptIds};
 pub use tokenizer::Tokenizer;

@@ -152,12 +152,12 @@ impl PlainPipeline {
 
     /// The pieces `text` is cut into and encoded in parallel ([`Self::encode_chunk`] each,
     /// their ids concatenated), or `None` when it is encoded in one run.
-    pub(crate) fn chunks<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
+    fn chunks<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
         self.cuts(text).then(|| cut(text, CHUNK_BYTES))
     }
 
     /// The ids of one piece given by [`Self::chunks`].
-    pub(crate) fn encode_chunk(
+    fn encode_chunk(
         &self,
         model: &ModelWrapper,
         bpe: Option<&FastBpe>,

@@ -18,18 +18,8 @@ use crate::prefix_cache::{Encoded, Tail};
 
 use crate::tokenizer::Tokenizer;
 
-mod early;
-
 /// Prompts whose gaps to encode total fewer bytes are encoded on the calling thread.
 const MIN_PARALLEL_BYTES: usize = 64 << 10;
-
-/// Where [`Tokenizer::encode_prompt_ids_early`] hands ids over, on the calling thread.
-pub type EarlyIds<'a> = &'a mut dyn FnMut(&[u32]);
-
-/// A prompt that reuses more ids of a recent one than this is not handed over early: the
-/// caller copies the ids it shares with that prompt's list faster than it takes them one
-/// by one (the Python bindings: `ids.rs`).
-const EARLY_MAX_REUSED_IDS: usize = 4096;
 
 /// Whether the gaps of one prompt are encoded on the rayon pool or one after another.
 /// Both give identical ids; the sequential mode exists so tests can prove it.
@@ -130,39 +120,13 @@ impl Tokenizer {
         special_ranges: &[Range<usize>],
         parallelism: Parallelism,
     ) -> Result<PromptIds, TokenizeError> {
-        self.encode_prompt_ids_inner(prompt, special_ranges, parallelism, None)
-            .map(|(ids, _)| ids)
-    }
-
-    /// [`Tokenizer::encode_prompt_ids`], handing the ids to `early` while they are encoded
-    /// when the prompt is encoded (almost) from scratch on a pool of several threads and
-    /// this thread is not one of the pool's (see `prompt/early.rs`). `early` then gets
-    /// consecutive slices, in order, that together are the prompt's ids, all of them
-    /// before this returns `(ids, true)`. Otherwise `early` is not called and this returns
-    /// `(ids, false)`. After an error, what `early` got is to be dropped.
-    pub fn encode_prompt_ids_early(
-        &self,
-        prompt: &str,
-        special_ranges: &[Range<usize>],
-        early: EarlyIds<'_>,
-    ) -> Result<(PromptIds, bool), TokenizeError> {
-        self.encode_prompt_ids_inner(prompt, special_ranges, Parallelism::Parallel, Some(early))
-    }
-
-    fn encode_prompt_ids_inner(
-        &self,
-        prompt: &str,
-        special_ranges: &[Range<usize>],
-        parallelism: Parallelism,
-        early: Option<EarlyIds<'_>>,
-    ) -> Result<(PromptIds, bool), TokenizeError> {
         let segments = Segments::cut(prompt, special_ranges)?;
         // A prompt that extends a recent one reuses its ids up to their last shared special.
         let reused = self.prefix_cache.longest(prompt, special_ranges);
         if let Some((entry, shared)) = &reused {
             if entry.is(prompt, special_ranges, *shared) {
                 self.prefix_cache.keep(entry);
-                return Ok((PromptIds(Held::Linked(Arc::clone(entry))), false));
+                return Ok(PromptIds(Held::Linked(Arc::clone(entry))));
             }
         }
         let skip = reused.as_ref().map_or(0, |(_, shared)| *shared);
@@ -192,40 +156,22 @@ impl Tokenizer {
         let reused_ids = reused
             .as_ref()
             .map_or(0, |(entry, shared)| entry.ids_through_len(*shared));
-        // Never from a pool thread: it would wait for jobs that only the pool can run.
-        let early = early.filter(|_| {
-            reused_ids < EARLY_MAX_REUSED_IDS
-                && parallelism == Parallelism::Parallel
-                && rayon::current_num_threads() > 1
-                && rayon::current_thread_index().is_none()
-        });
-        let delivered = early.is_some();
-        let (ids, special_ends) = match early {
-            Some(early) => {
-                if let Some((entry, _)) = &reused {
-                    deliver_front(entry, reused_ids, early);
-                }
-                self.encode_gaps_early(fresh_gaps, &special_ids, reused_ids, early)?
-            }
-            None => {
-                let gap_ids: Vec<GapIds> = match parallelism {
-                    Parallelism::Parallel => fresh_gaps
-                        .par_iter()
-                        .map(|gap| self.encode_gap(gap))
-                        .collect::<Result<_, _>>()?,
-                    Parallelism::Sequential => fresh_gaps
-                        .iter()
-                        .map(|gap| self.encode_gap(gap))
-                        .collect::<Result<_, _>>()?,
-                };
-                gather(&gap_ids, &special_ids, reused_ids)
-            }
+        let gap_ids: Vec<GapIds> = match parallelism {
+            Parallelism::Parallel => fresh_gaps
+                .par_iter()
+                .map(|gap| self.encode_gap(gap))
+                .collect::<Result<_, _>>()?,
+            Parallelism::Sequential => fresh_gaps
+                .iter()
+                .map(|gap| self.encode_gap(gap))
+                .collect::<Result<_, _>>()?,
         };
+        let (ids, special_ends) = gather(&gap_ids, &special_ids, reused_ids);
         let kept = self
             .prefix_cache
             .keeps(prompt, special_ranges, reused_ids + ids.len());
         if reused.is_none() && !kept {
-            return Ok((PromptIds(Held::Whole(ids)), delivered));
+            return Ok(PromptIds(Held::Whole(ids)));
         }
         let tail = Tail {
             prompt,
@@ -238,7 +184,7 @@ impl Tokenizer {
         if kept {
             self.prefix_cache.keep(&entry);
         }
-        Ok((PromptIds(Held::Linked(entry)), delivered))
+        Ok(PromptIds(Held::Linked(entry)))
     }
 
     /// One gap's ids, from the gap cache when the gap's size is worth it (see `gap_cache.rs`).
@@ -258,22 +204,6 @@ impl Tokenizer {
         let ids: Arc<[u32]> = ids.into();
         self.gap_cache.insert(hash, gap, Arc::clone(&ids));
         Ok(GapIds::Shared(ids))
-    }
-}
-
-/// Hand the first `count` ids of a kept prompt to `early`.
-fn deliver_front(entry: &Encoded, mut count: usize, early: EarlyIds<'_>) {
-    let mut slices = Vec::new();
-    entry.push_slices(&mut slices);
-    for slice in slices {
-        if count == 0 {
-            break;
-        }
-        let front = slice.get(..count.min(slice.len())).unwrap_or_default();
-        count -= front.len();
-        if !front.is_empty() {
-            early(front);
-        }
     }
 }
 

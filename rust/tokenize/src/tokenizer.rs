@@ -195,25 +195,6 @@ impl Tokenizer {
         Ok(vec![self.encode_plain_by_tokenizers(text)?])
     }
 
-    /// The pieces [`Tokenizer::encode_plain_parts`] cuts `text` into, when it cuts it.
-    pub(crate) fn plain_chunks<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
-        self.direct
-            .as_ref()?
-            .chunks(text)
-            .filter(|chunks| !chunks.is_empty())
-    }
-
-    /// The ids of one piece given by [`Tokenizer::plain_chunks`] (the part
-    /// [`Tokenizer::encode_plain_parts`] gives for it).
-    pub(crate) fn encode_plain_chunk(&self, chunk: &str) -> Result<Vec<u32>, TokenizeError> {
-        let Some(direct) = &self.direct else {
-            return self.encode_plain(chunk);
-        };
-        direct
-            .encode_chunk(self.plain.get_model(), self.fast_bpe.as_ref(), chunk)
-            .map_err(|e| TokenizeError::conversation(TokenizeErrorKind::Encode, e))
-    }
-
     /// [`Tokenizer::encode_plain`] always through `tokenizers`' own pipeline (the definition
     /// the direct pipeline is tested against).
     pub fn encode_plain_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
