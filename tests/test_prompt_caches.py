@@ -100,10 +100,10 @@ def test_any_interleaving_encodes_like_a_cold_encode(
         ids.append(-2)
 
 
-def test_kept_copies_of_recent_lists_are_not_walked_by_the_cycle_collector(tokenizer: dr.Tokenizer) -> None:
-    """The next turn's list starts from a private copy of this turn's: that copy must not
-    cost every full collection a walk over its ids (it is kept as a tuple of ints, which
-    the collector stops tracking)."""
+def test_encoding_keeps_no_list_the_cycle_collector_walks(tokenizer: dr.Tokenizer) -> None:
+    """A prompt and its next turn (which reuses its ids) leave no list or tuple of their
+    ids behind once the caller drops them: nothing kept costs every full collection a
+    walk over 8k+ ids."""
     cached = dr.DeepseekV4Encoding().with_tokenizer(tokenizer)
     sizes = set()
     for turns in (40, 41):  # a prompt, then the same conversation one turn longer

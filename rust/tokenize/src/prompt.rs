@@ -247,13 +247,6 @@ impl PromptIds {
         }
     }
 
-    /// Whether these ids live in the recent-prompt cache's memory: a later prompt that
-    /// extends the same kept prompt shares them (its [`PromptIds::slices`] start at the
-    /// same addresses, and hold the same ids while both are alive).
-    pub fn shares_ids(&self) -> bool {
-        matches!(self.0, Held::Linked(_))
-    }
-
     /// Whether there are no ids (an empty prompt).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
