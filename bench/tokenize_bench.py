@@ -53,19 +53,19 @@ IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepsee
 ONE_CORE = ("project", "fastokens", "gigatoken")
 # processes of each on (e) one core, taking turns: one measured call per process (a repeat
 # would find the corpus in the caches), and this machine's speed drifts between processes
-E_PROCESSES = 3
+E_PROCESSES = 5
 
 # (b) and (d) again for the Rust tokenizer alone (examples/bench_worker.rs): what the
 # tokenizer's parallelism and prefix reuse achieve without request parsing, conversion,
 # rendering and the Python list. Default threads and one thread alternate this many times.
 NATIVE_WORKLOADS = ("b_big", "d_grow")
 # processes of ours on (b) with default threads and with one (alternating)
-B_PROCESSES = 3
+B_PROCESSES = 5
 # processes of ours on (a), (c) and (d), spread through the run: each measures every item
 # once (a repeat would find it in the caches), and a single process's median of three
 # conversations moved by 30-50% between runs on this machine
 A_PROCESSES = 3
-NATIVE_REPEATS = 3
+NATIVE_REPEATS = 5
 NATIVE_LINE = re.compile(r"^(\S+) (\S+) (.+): wall ([\d.]+) s, cpu ([\d.]+) s, (\d+) ids$")
 
 # sizes: (a) tokens per conversation, variants; (b) tokens, variants; (c) requests;
