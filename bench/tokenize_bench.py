@@ -412,10 +412,13 @@ def ratio(x: float | None, y: float | None) -> str:
 
 
 def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]],
-                 base: str = "project") -> list[str]:
+                 base: str = "project", spread: bool = False) -> list[str]:
+    """One row per implementation (medians); with `spread`, also the least and the most
+    wall time of its processes, so that rows whose ranges overlap read as such."""
     kind_batch = name == "c_small"
-    rows = ["| implementation | wall s | CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
+    extra = (" wall range s |", "---:|") if spread else ("", "")
+    rows = [f"| implementation | wall s |{extra[0]} CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
+            f"|---|---:|{extra[1]}---:|---:|---:|---:|---:|"]
     stats: dict[str, tuple[float, float, float, float]] = {}
     total_bytes = sum(nbytes["measure"])
     for lb in labels:
@@ -430,7 +433,9 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
     ours = stats.get(base)
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
-        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} | {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
+        walls = [r["wall"] for r in res[lb]["workloads"][name]["runs"]]
+        walls_range = f" {fmt(min(walls))}–{fmt(max(walls))} |" if spread else ""
+        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} |{walls_range} {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
                     f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |")
     if kind_batch and ours:
         n = len(nbytes["measure"])
@@ -494,10 +499,17 @@ def targets(res: dict[str, Any]) -> list[str]:
     peers = {p: median_wall(res, f"{p}-1c", "e_text") for p in ONE_CORE if p != "project"}
     peers = {p: w for p, w in peers.items() if w}
     if ours and peers:
-        fastest = min(peers.values())
+        fastest_peer = min(peers, key=lambda p: peers[p])
+        fastest = peers[fastest_peer]
+
+        def walls(label: str) -> str:
+            w = [r["wall"] for r in res[label]["workloads"]["e_text"]["runs"]]
+            return f"{min(w):.3f}–{max(w):.3f} s"
+
         rows.append("| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
                     + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items()) + f", ours {ours:.3f} s "
-                    f"({fastest / ours:.2f}x) | {verdict(fastest / ours, 1.0)} |")
+                    f"({fastest / ours:.2f}x; per process: ours {walls('project-1c')}, "
+                    f"{fastest_peer} {walls(fastest_peer + '-1c')}) | {verdict(fastest / ours, 1.0)} |")
     return rows
 
 
@@ -678,8 +690,9 @@ def main() -> int:
             if one_core and "project-1c" in one_core:
                 lines += ["", "The same on one core (each process pinned to one CPU, ours with "
                               f"RAYON_NUM_THREADS=1; {E_PROCESSES} processes of each, taking turns, "
-                              "median): the single-thread comparison.", ""]
-                lines += table_simple(n, one_core, results, nbytes, base="project-1c")
+                              "median; the range is the fastest and the slowest process): the "
+                              "single-thread comparison.", ""]
+                lines += table_simple(n, one_core, results, nbytes, base="project-1c", spread=True)
             if n == "b_big" and "project" in labels and "project-1t" in labels:
                 w2 = statistics.median(r["wall"] for r in results["project"]["workloads"][n]["runs"])
                 w1 = statistics.median(r["wall"] for r in results["project-1t"]["workloads"][n]["runs"])
