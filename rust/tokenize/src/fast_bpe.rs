@@ -58,7 +58,7 @@ thread_local! {
 /// Source of [`FastBpe::serial`]: which table a thread's piece cache was filled by.
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// `log2` of the slots of a thread's table of recent whole-token pieces (8192 slots of 32
+/// `log2` of the slots of a thread's table of recent whole-token pieces (8192 slots of 24
 /// bytes: it stays in the core's cache).
 const FRONT_BITS: u32 = 13;
 
@@ -82,7 +82,7 @@ impl Default for ThreadState {
 /// A thread's table of recent whole-token pieces: `(key, id)` per slot.
 type FrontTable = [(ShortKey, u32); 1 << FRONT_BITS];
 
-/// An empty [`FrontTable`], made on the heap: `Box::new` of the array builds its 256 KiB on
+/// An empty [`FrontTable`], made on the heap: `Box::new` of the array builds its 192 KiB on
 /// the stack first, even in release builds, which is more than some threads have.
 fn empty_front() -> Box<FrontTable> {
     vec![(ShortKey::default(), 0); 1 << FRONT_BITS]
