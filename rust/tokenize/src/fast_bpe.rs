@@ -129,8 +129,9 @@ const INLINE_IDS: usize = 3;
 
 /// A cached piece's ids, as filed under the piece: up to [`INLINE_IDS`] in place, so a
 /// hit reads no second place in memory (bench (e), a pass over seen text: 79% of hits
-/// are two or three ids, 16% four); more as `[start, _, _]` in [`ThreadState::ids`]. The
-/// entry is no bigger for it: a 16-byte key pads `(u32, u32)` to 16 bytes anyway.
+/// are two or three ids, 16% four); more as `[start, _, _]` in [`ThreadState::ids`]. With
+/// a [`ShortKey`] the entry is 32 bytes, not 24; packing up to three ids into 8 bytes did
+/// not pay (cost model -0.3%, wall even).
 #[derive(Clone, Copy)]
 struct Stored {
     len: u32,
