@@ -433,7 +433,7 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
     ours = stats.get(base)
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
-        walls = [r["wall"] for r in res[lb]["workloads"][name]["runs"]]
+        walls = run_walls(res, lb, name)
         walls_range = f" {fmt(min(walls))}–{fmt(max(walls))} |" if spread else ""
         rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} |{walls_range} {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
                     f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |")
@@ -463,10 +463,15 @@ def table_growing(labels: list[str], res: dict[str, Any]) -> list[str]:
     return rows
 
 
+def run_walls(res: dict[str, Any], label: str, name: str, run_label: str | None = None) -> list[float]:
+    """Wall times of `label`'s measured runs of `name` (those named `run_label`)."""
+    runs = res.get(label, {}).get("workloads", {}).get(name, {}).get("runs", [])
+    return [r["wall"] for r in runs if run_label is None or r["label"] == run_label]
+
+
 def median_wall(res: dict[str, Any], label: str, name: str, run_label: str | None = None) -> float | None:
     """Median wall time of `label`'s measured runs of `name` (those named `run_label`)."""
-    runs = res.get(label, {}).get("workloads", {}).get(name, {}).get("runs", [])
-    walls = [r["wall"] for r in runs if run_label is None or r["label"] == run_label]
+    walls = run_walls(res, label, name, run_label)
     return statistics.median(walls) if walls else None
 
 
@@ -503,7 +508,7 @@ def targets(res: dict[str, Any]) -> list[str]:
         fastest = peers[fastest_peer]
 
         def walls(label: str) -> str:
-            w = [r["wall"] for r in res[label]["workloads"]["e_text"]["runs"]]
+            w = run_walls(res, label, "e_text")
             return f"{min(w):.3f}–{max(w):.3f} s"
 
         rows.append("| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
@@ -694,8 +699,8 @@ def main() -> int:
                               "single-thread comparison.", ""]
                 lines += table_simple(n, one_core, results, nbytes, base="project-1c", spread=True)
             if n == "b_big" and "project" in labels and "project-1t" in labels:
-                w2 = statistics.median(r["wall"] for r in results["project"]["workloads"][n]["runs"])
-                w1 = statistics.median(r["wall"] for r in results["project-1t"]["workloads"][n]["runs"])
+                w2 = statistics.median(run_walls(results, "project", n))
+                w1 = statistics.median(run_walls(results, "project-1t", n))
                 lines += ["", f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
                               f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)"]
         mm = compare_ids(out, n, labels + one_core, results)
