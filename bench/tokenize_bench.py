@@ -433,8 +433,7 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
     ours = stats.get(base)
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
-        walls = run_walls(res, lb, name)
-        walls_range = f" {fmt(min(walls))}–{fmt(max(walls))} |" if spread else ""
+        walls_range = f" {wall_range(res, lb, name)} |" if spread else ""
         rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} |{walls_range} {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
                     f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |")
     if kind_batch and ours:
@@ -467,6 +466,12 @@ def run_walls(res: dict[str, Any], label: str, name: str, run_label: str | None 
     """Wall times of `label`'s measured runs of `name` (those named `run_label`)."""
     runs = res.get(label, {}).get("workloads", {}).get(name, {}).get("runs", [])
     return [r["wall"] for r in runs if run_label is None or r["label"] == run_label]
+
+
+def wall_range(res: dict[str, Any], label: str, name: str) -> str:
+    """The fastest and the slowest of `label`'s processes on `name`, as "least–most"."""
+    walls = run_walls(res, label, name)
+    return f"{fmt(min(walls))}–{fmt(max(walls))}"
 
 
 def median_wall(res: dict[str, Any], label: str, name: str, run_label: str | None = None) -> float | None:
@@ -506,15 +511,11 @@ def targets(res: dict[str, Any]) -> list[str]:
     if ours and peers:
         fastest_peer = min(peers, key=lambda p: peers[p])
         fastest = peers[fastest_peer]
-
-        def walls(label: str) -> str:
-            w = run_walls(res, label, "e_text")
-            return f"{min(w):.3f}–{max(w):.3f} s"
-
         rows.append("| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
                     + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items()) + f", ours {ours:.3f} s "
-                    f"({fastest / ours:.2f}x; per process: ours {walls('project-1c')}, "
-                    f"{fastest_peer} {walls(fastest_peer + '-1c')}) | {verdict(fastest / ours, 1.0)} |")
+                    f"({fastest / ours:.2f}x; per process: ours {wall_range(res, 'project-1c', 'e_text')} s, "
+                    f"{fastest_peer} {wall_range(res, fastest_peer + '-1c', 'e_text')} s) | "
+                    f"{verdict(fastest / ours, 1.0)} |")
     return rows
 
 
