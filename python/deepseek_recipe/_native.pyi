@@ -684,3 +684,9 @@ class Tokenizer:
     def from_str(text: str) -> Tokenizer: ...
     def encode(self, text: str) -> list[int]:
         """Full-vocabulary encode (added tokens matched), no BOS."""
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Injection-safe encode: spellings of added tokens in ``text`` stay plain text."""
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """Ids to text (added tokens written out unless skipped; broken UTF-8 as U+FFFD)."""
+    def token_bytes(self, id: int) -> bytes | None:
+        """The raw bytes of token ``id``; ``None`` outside the vocabulary."""

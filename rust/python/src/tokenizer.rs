@@ -43,4 +43,28 @@ impl PyTokenizer {
             .map_err(errors::tokenize)?;
         ids::id_list(py, &ids)
     }
+
+    /// Injection-safe encode: `text` is plain text, spellings of added tokens included (the
+    /// rule every prompt gap follows). tiktoken calls this `encode_ordinary`.
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py
+            .detach(|| self.inner.encode_plain(text))
+            .map_err(errors::tokenize)?;
+        ids::id_list(py, &ids)
+    }
+
+    /// Ids to text with the file's decoder; added tokens are written out unless skipped, and
+    /// bytes that do not form UTF-8 become U+FFFD.
+    #[pyo3(signature = (ids, skip_special_tokens=false))]
+    fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> PyResult<String> {
+        py.detach(|| self.inner.decode(&ids, skip_special_tokens))
+            .map_err(errors::tokenize)
+    }
+
+    /// The raw bytes of token `id` (`None` for an id outside the vocabulary).
+    fn token_bytes<'py>(&self, py: Python<'py>, id: u32) -> Option<Bound<'py, pyo3::types::PyBytes>> {
+        self.inner
+            .token_bytes(id)
+            .map(|bytes| pyo3::types::PyBytes::new(py, bytes))
+    }
 }
