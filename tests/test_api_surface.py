@@ -34,7 +34,7 @@ NOT_YET = {
 }
 
 # Our own additions to the surface.
-OURS = {"default_tokenizer", "default_tokenizer_path"}
+OURS = {"default_tokenizer", "default_tokenizer_path", "Frontend", "PreparedRequest", "Decoder", "Sampling"}
 
 
 def _stub_names() -> set[str]:

@@ -3,6 +3,11 @@
 The low-level API keeps the names and semantics of the public ``deepseek-recipe`` 0.2.0
 package: requests in each protocol convert to a :class:`ConversationRequest`, whose
 conversation renders to the exact prompt and encodes to injection-safe token ids.
+
+The high-level API (:class:`Frontend`, :class:`PreparedRequest`, :class:`Decoder`) composes it
+for servers and engines: a request body in, exact prompt ids and engine settings out, and the
+engine's output back as the protocol's events, SSE bytes or final response. The gateway
+(``deepseek_recipe.gateway``, ``deepseek-recipe serve``) is built on it.
 """
 
 from deepseek_recipe._native import (
@@ -58,6 +63,7 @@ from deepseek_recipe._native import (
     __version__,
 )
 from deepseek_recipe._tokenizer import default_tokenizer, default_tokenizer_path
+from deepseek_recipe.frontend import Decoder, Frontend, PreparedRequest, Sampling
 
 __all__ = [
     "IMAGE_SPECIAL_TOKEN_ID",
@@ -73,8 +79,10 @@ __all__ = [
     "ConversionError",
     "ConversionOptions",
     "DataUrlImageSource",
+    "Decoder",
     "DeepseekV41Encoding",
     "DeepseekV4Encoding",
+    "Frontend",
     "ImageError",
     "ImageSource",
     "InferenceChunk",
@@ -89,6 +97,7 @@ __all__ = [
     "ModelVersion",
     "OutputConstraint",
     "ParsingOptions",
+    "PreparedRequest",
     "PromptUsage",
     "ReasoningContentBehavior",
     "RenderedPrompt",
@@ -97,6 +106,7 @@ __all__ = [
     "ResponsesRequest",
     "ResponsesResponse",
     "ResponsesStreamEvent",
+    "Sampling",
     "SpecialToken",
     "SpecialTokens",
     "StreamProcessor",

@@ -1,0 +1,396 @@
+"""The high-level API: a request of any protocol in, what an engine needs out; the engine's
+output in, the protocol's events, SSE bytes or final response out.
+
+:class:`Frontend` composes the low-level API (the request classes, the encodings,
+``resolve_max_tokens``, ``StreamProcessor`` and the protocols' response accumulators) and
+re-implements none of their rules: conversion, rendering, tokenization, output parsing and
+every event's shape stay in the Rust core. What it adds is wiring: which classes go with
+which protocol, the order of the calls, ids and timestamps, and SSE framing.
+
+    frontend = Frontend()
+    prepared = frontend.prepare("chat", body_bytes)       # raises ValueError / ConversionError
+    engine_request = (prepared.prompt_ids, prepared.sampling, prepared.output_constraint)
+    decoder = prepared.decoder()
+    sse = decoder.sse(decoder.start(prompt_tokens=len(prepared.prompt_ids)))
+    for ids in engine_output:                             # token ids (or text) as they come
+        sse += decoder.sse(decoder.push_tokens(ids))
+    sse += decoder.sse(decoder.finish("stop")) + decoder.sse_done()
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, TypeAlias
+
+import orjson
+
+from deepseek_recipe._native import (
+    AssistantMessage,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    ChatCompletionResponse,
+    Conversation,
+    ConversationRequest,
+    ConversionOptions,
+    DeepseekV4Encoding,
+    DeepseekV41Encoding,
+    InferenceChunk,
+    InferenceFinishReason,
+    LatestReminderMessage,
+    MessagesRequest,
+    MessagesResponse,
+    MessagesStreamEvent,
+    ModelVersion,
+    OutputConstraint,
+    PromptUsage,
+    ResponsesRequest,
+    ResponsesResponse,
+    ResponsesStreamEvent,
+    SpecialToken,
+    StreamProcessor,
+    SystemMessage,
+    Tokenizer,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from deepseek_recipe._tokenizer import default_tokenizer
+
+Protocol: TypeAlias = Literal["chat", "responses", "messages"]
+"""The three request protocols: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+
+FinishReason: TypeAlias = Literal["stop", "length", "content_filter"]
+"""Why the engine stopped: its own stop (end of sentence or a stop token), the token budget,
+or a content filter."""
+
+Event: TypeAlias = ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent
+Encoding: TypeAlias = DeepseekV4Encoding | DeepseekV41Encoding
+Logprobs: TypeAlias = Sequence[tuple[float, Sequence[tuple[int, float]]]]
+
+PROTOCOLS: tuple[Protocol, ...] = ("chat", "responses", "messages")
+
+DEFAULT_CONTEXT_LIMIT = 1_048_576
+"""DeepSeek V4's context window (1M tokens): prompt plus completion."""
+
+_REQUESTS: dict[Protocol, type[ChatCompletionRequest] | type[ResponsesRequest] | type[MessagesRequest]] = {
+    "chat": ChatCompletionRequest,
+    "responses": ResponsesRequest,
+    "messages": MessagesRequest,
+}
+_RESPONSES: dict[Protocol, type[ChatCompletionResponse] | type[ResponsesResponse] | type[MessagesResponse]] = {
+    "chat": ChatCompletionResponse,
+    "responses": ResponsesResponse,
+    "messages": MessagesResponse,
+}
+_ID_PREFIXES: dict[Protocol, str] = {"chat": "chatcmpl-", "responses": "resp_", "messages": "msg_"}
+_FINISH_REASONS: dict[FinishReason, InferenceFinishReason] = {
+    "stop": InferenceFinishReason.Stop,
+    "length": InferenceFinishReason.Length,
+    "content_filter": InferenceFinishReason.ContentFilter,
+}
+
+
+def new_response_id(protocol: Protocol) -> str:
+    """A fresh id in the protocol's own style (``chatcmpl-…``, ``resp_…``, ``msg_…``)."""
+    return _ID_PREFIXES[protocol] + secrets.token_hex(12)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The engine's sampling settings for one request.
+
+    ``max_tokens`` is resolved against the context limit (never ``None``); the others are
+    ``None`` where the request left them to the engine's defaults. ``logprobs`` asks for the
+    sampled tokens' log probabilities, ``top_logprobs`` for that many alternatives each.
+    """
+
+    max_tokens: int
+    temperature: float | None
+    top_p: float | None
+    seed: int | None
+    logprobs: bool
+    top_logprobs: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedRequest:
+    """One request made ready for an engine: exact prompt ids, settings, and a decoder factory.
+
+    ``stop`` is informational: stop sequences are matched by the decoder on parsed content
+    (never in reasoning or tool-call markup), so an engine must not be asked to stop on them.
+    """
+
+    protocol: Protocol
+    model: str
+    stream: bool
+    request: ConversationRequest
+    prompt_ids: list[int]
+    sampling: Sampling
+    stop: list[str]
+    output_constraint: OutputConstraint | None
+    stop_token_ids: list[int]
+    frontend: Frontend = field(repr=False)
+    _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+
+    @property
+    def model_version(self) -> ModelVersion:
+        return self.request.model_version
+
+    @property
+    def thinking(self) -> bool:
+        """Thinking mode was resolved on for this request."""
+        return self.request.conversation.thinking_mode
+
+    def decoder(self, response_id: str | None = None, *, created: int | None = None) -> Decoder:
+        """A fresh decoder for this request's output (``response_id`` defaults to a new one)."""
+        return Decoder(self, response_id or new_response_id(self.protocol), created or int(time.time()))
+
+
+class Decoder:
+    """Turns one engine output into the request's protocol: events, SSE bytes, or the response.
+
+    Call :meth:`start` once (prompt usage), then :meth:`push_tokens` / :meth:`push_text` as the
+    engine's output arrives and :meth:`finish` at its end; each returns the events it produced.
+    Stream them with :meth:`sse` (and :meth:`sse_done` at the end), or :meth:`accumulate` them
+    and read :meth:`response` for a non-streamed reply. Stop as soon as :attr:`finished` is true
+    (a stop sequence matched): the rest of the engine's output would be discarded.
+
+    Not for sharing across threads (it wraps one ``StreamProcessor``).
+    """
+
+    def __init__(self, prepared: PreparedRequest, response_id: str, created: int) -> None:
+        self.protocol = prepared.protocol
+        self.response_id = response_id
+        self.created = created
+        self._model = prepared.model
+        generator: Any = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
+        if prepared._responses_wiring is not None:
+            tool_map, echo = prepared._responses_wiring
+            generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
+        self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
+        self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
+        self._events_sent = 0
+        self.prompt_tokens = 0
+        self.cached_tokens = 0
+
+    @property
+    def finished(self) -> bool:
+        """The output is complete (finish, stop sequence or :meth:`finish`)."""
+        return self._processor.finished
+
+    @property
+    def events_sent(self) -> int:
+        """How many events :meth:`sse` framed so far (Responses numbers its events from 0)."""
+        return self._events_sent
+
+    def start(
+        self, *, prompt_tokens: int, cached_tokens: int = 0, system_fingerprint: str | None = None
+    ) -> list[Event]:
+        """The engine accepted the prompt: ``prompt_tokens`` of it, ``cached_tokens`` from its cache."""
+        self.prompt_tokens, self.cached_tokens = prompt_tokens, cached_tokens
+        usage = PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
+        self._response = _RESPONSES[self.protocol](
+            self.response_id, self._model, self.created, prompt_tokens, cached_tokens
+        )
+        return self._processor.push(InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint))
+
+    def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None) -> list[Event]:
+        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given)."""
+        return self._processor.push(InferenceChunk.tokens(token_ids, logprobs))
+
+    def push_text(self, text: str, token_count: int) -> list[Event]:
+        """Output text, produced by ``token_count`` tokens."""
+        return self._processor.push(InferenceChunk.text(text, token_count))
+
+    def finish(self, reason: FinishReason | None = "stop") -> list[Event]:
+        """The engine stopped (``None``: the output ended without a reason). Idempotent."""
+        if self._processor.finished:
+            return []
+        if reason is None:
+            return self._processor.finish()
+        events = self._processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
+        return events + self._processor.finish()
+
+    def close(self) -> None:
+        """Release the decoder without completing the output."""
+        self._processor.close()
+
+    # -- streaming --------------------------------------------------------------------------
+
+    def sse(self, events: list[Event]) -> bytes:
+        """``events`` as server-sent events in the protocol's framing (each event consumed)."""
+        if not events:
+            return b""
+        self._events_sent += len(events)
+        if self.protocol == "chat":
+            return b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+        name_of = _RESPONSES[self.protocol].sse_event_name
+        parts = []
+        for event in events:
+            name = name_of(event)  # type: ignore[arg-type]
+            data = event.to_json()
+            if name in _RESPONSES_WITH_USAGE:
+                data = _with_cache_write_tokens(data)
+            parts.append(f"event: {name}\ndata: {data}\n\n".encode())
+        return b"".join(parts)
+
+    def sse_done(self) -> bytes:
+        """The protocol's terminal message: ``data: [DONE]`` for Chat, nothing for the others."""
+        done = _RESPONSES[self.protocol].sse_done_data()
+        return b"" if done is None else b"data: " + done.encode() + b"\n\n"
+
+    # -- non-streaming ----------------------------------------------------------------------
+
+    def accumulate(self, events: list[Event]) -> None:
+        """Fold ``events`` into the non-streamed response (each event consumed)."""
+        response = self._response
+        if response is None:
+            raise RuntimeError("Decoder.start must come first")
+        for event in events:
+            response.accumulate(event)  # type: ignore[arg-type]
+
+    def response(self) -> str:
+        """The accumulated non-streamed response, as the protocol's JSON."""
+        if self._response is None:
+            raise RuntimeError("Decoder.start must come first")
+        data = self._response.to_json()
+        return _with_cache_write_tokens(data) if self.protocol == "responses" else data
+
+
+_RESPONSES_WITH_USAGE = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _with_cache_write_tokens(data: str) -> str:
+    """A Responses response (or event holding one) whose usage has today's required
+    ``input_tokens_details.cache_write_tokens`` (0: prompt caching here writes nothing billable).
+
+    The low-level ``ResponsesResponse`` keeps the reference's usage shape, which predates the
+    field; clients validating against today's API types (the ``openai`` SDK) require it.
+    """
+    value = orjson.loads(data)
+    response = value.get("response", value)
+    details = (response.get("usage") or {}).get("input_tokens_details")
+    if not isinstance(details, dict) or "cache_write_tokens" in details:
+        return data
+    details["cache_write_tokens"] = 0
+    return orjson.dumps(value).decode()
+
+
+class Frontend:
+    """Requests of the three protocols to exact prompts and engine settings, and back.
+
+    One per process is enough: it is immutable and thread-safe, and its tokenizer's caches
+    (prompt prefixes, long text gaps) are shared by every thread that prepares requests, so
+    the next turn of an agent conversation encodes only its new part whichever thread takes it.
+
+    ``options`` is the deployment's conversion policy; its model table is cut down to the
+    versions the tokenizer can encode (the default DeepSeek V4 tokenizer has no V4.1 system
+    token), so a request for another model gets the usual unknown-model error.
+    ``context_limit`` bounds prompt plus completion for ``max_tokens`` resolution.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer | None = None,
+        *,
+        options: ConversionOptions | None = None,
+        context_limit: int = DEFAULT_CONTEXT_LIMIT,
+    ) -> None:
+        self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
+        options = options if options is not None else ConversionOptions()
+        self.context_limit = context_limit
+        special = options.special_tokens
+        self._encodings: dict[ModelVersion, Encoding] = {
+            ModelVersion.DeepseekV4Pro: DeepseekV4Encoding().with_tokenizer(self.tokenizer).with_special_tokens(special),
+            ModelVersion.DeepseekV41Flash: DeepseekV41Encoding()
+            .with_tokenizer(self.tokenizer)
+            .with_special_tokens(special),
+        }
+        served = {name: v for name, v in options.model_versions_by_name.items() if self._can_encode(v)}
+        self.options = options.with_model_versions_by_name(served)
+        eos = self.tokenizer.encode(special.token(SpecialToken.Eos))
+        self.stop_token_ids: list[int] = eos if len(eos) == 1 else []
+
+    @property
+    def models(self) -> list[str]:
+        """The model names this frontend serves, sorted."""
+        return sorted(self.options.model_versions_by_name)
+
+    def encoding(self, version: ModelVersion) -> Encoding:
+        """The prompt format of ``version``, with this frontend's tokenizer."""
+        return self._encodings[version]
+
+    def _can_encode(self, version: ModelVersion) -> bool:
+        """Whether every template token ``version`` writes is in the tokenizer's vocabulary."""
+        call = ToolCall("call_0", "f", "{}")
+        probe = Conversation(
+            [
+                SystemMessage("s"),
+                UserMessage("u"),
+                AssistantMessage("a", reasoning_content="r", tool_calls=[call]),
+                ToolMessage("t", tool_call_id="call_0"),
+                LatestReminderMessage("l"),
+            ]
+        )
+        try:
+            self._encodings[version].encode(probe)
+        except RuntimeError:
+            return False
+        return True
+
+    def _convert(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> _Converted:
+        """Parse and convert ``body``; raises ``ValueError`` (shape) or ``ConversionError``."""
+        request = _REQUESTS[protocol](body)
+        model = request.model
+        wiring = None
+        if isinstance(request, ResponsesRequest):
+            # Both must be read before convert() consumes the request.
+            wiring = (request.namespace_tool_map(self.options), request.echo())
+        return _Converted(request.convert(self.options), model, wiring)
+
+    def prepare(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> PreparedRequest:
+        """Parse, convert, render and encode one request body, and resolve its token budget.
+
+        Raises ``ValueError`` for a body of the wrong shape and ``ConversionError`` (status 400,
+        with the OpenAI-style body) for one that cannot be served, both with the reference's
+        messages. Releases the GIL for the heavy parts; call it off an event loop.
+        """
+        converted, model, wiring = self._convert(protocol, body)
+        ids = self._encodings[converted.model_version].encode(converted.conversation)
+        max_tokens = converted.resolve_max_tokens(len(ids), self.context_limit)
+        options = converted.inference_options
+        sampling = Sampling(
+            max_tokens=max_tokens,
+            temperature=options.temperature,
+            top_p=options.top_p,
+            seed=options.seed,
+            logprobs=options.logprobs,
+            top_logprobs=options.top_logprobs,
+        )
+        return PreparedRequest(
+            protocol=protocol,
+            model=model,
+            stream=converted.stream,
+            request=converted,
+            prompt_ids=ids,
+            sampling=sampling,
+            stop=converted.parsing_options.stop_sequences,
+            output_constraint=options.output_constraint,
+            stop_token_ids=self.stop_token_ids,
+            frontend=self,
+            _responses_wiring=wiring,
+        )
+
+    def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
+        """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""
+        converted = self._convert(protocol, body).request
+        return len(self._encodings[converted.model_version].encode(converted.conversation))
+
+
+class _Converted(NamedTuple):
+    request: ConversationRequest
+    model: str
+    responses_wiring: tuple[Any, Any] | None
