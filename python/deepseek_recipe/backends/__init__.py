@@ -1,0 +1,110 @@
+"""Inference backends: token ids and sampling settings in; output chunks, usage and a finish
+reason out.
+
+Every backend implements :class:`Backend`. ``generate`` is an async generator: its first
+chunk comes as soon as the engine has accepted the request (it may carry prompt usage and no
+output), later chunks carry output token ids (or text) and the last one a finish reason.
+Closing the generator (``aclose``) aborts the engine's request; the gateway does that when
+its client goes away. Failures raise :class:`BackendError`.
+
+- :class:`~deepseek_recipe.backends.demo.DemoEngine`: the embedded default, no weights;
+- :class:`~deepseek_recipe.backends.completions.CompletionsBackend`: an OpenAI-compatible
+  ``/v1/completions`` server that takes token-id prompts (vLLM, SGLang, llama.cpp, …);
+- :class:`~deepseek_recipe.backends.sglang.SGLangBackend`: SGLang's native ``/generate``;
+- :class:`~deepseek_recipe.backends.pool.BackendPool`: several replicas, least-loaded first.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from deepseek_recipe._native import OutputConstraint
+from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
+
+BackendErrorKind: TypeAlias = Literal["connect", "timeout", "status", "protocol", "closed", "overloaded"]
+
+
+class BackendError(Exception):
+    """The engine could not serve a request.
+
+    ``kind``: ``connect`` (refused or unreachable), ``timeout`` (connect, first token, idle or
+    total), ``status`` (the engine answered an HTTP error), ``protocol`` (it sent something
+    that is not its API), ``closed`` (it ended the stream without a finish), ``overloaded``
+    (no replica can take the request). ``accepted`` tells whether the engine had accepted the
+    request (so output may have been produced) when it failed; a request that failed before
+    that may be retried on another replica. The message never holds prompt or output text.
+    """
+
+    def __init__(self, kind: BackendErrorKind, message: str, *, accepted: bool = False) -> None:
+        super().__init__(message)
+        self.kind: BackendErrorKind = kind
+        self.accepted = accepted
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What an engine is asked to do: continue ``prompt_ids`` under ``sampling``.
+
+    ``stop_token_ids`` end generation (the tokenizer's end of sentence); stop *sequences* are
+    deliberately absent: they apply to parsed content only, which the gateway's decoder
+    matches. ``output_constraint`` is passed to engines that can constrain decoding to JSON or a
+    regex; ``model`` is the name the client asked for.
+    """
+
+    request_id: str
+    model: str
+    prompt_ids: Sequence[int]
+    sampling: Sampling
+    stop_token_ids: Sequence[int] = ()
+    output_constraint: OutputConstraint | None = None
+
+    @classmethod
+    def from_prepared(cls, prepared: PreparedRequest, request_id: str) -> GenerationRequest:
+        return cls(
+            request_id=request_id,
+            model=prepared.model,
+            prompt_ids=prepared.prompt_ids,
+            sampling=prepared.sampling,
+            stop_token_ids=prepared.stop_token_ids,
+            output_constraint=prepared.output_constraint,
+        )
+
+
+@dataclass
+class BackendChunk:
+    """One piece of engine output.
+
+    Output is either ``token_ids`` (with ``logprobs`` when asked for, one entry per id) or
+    ``text`` produced by ``token_count`` tokens. ``prompt_tokens`` and ``cached_tokens`` are set
+    where the engine reports them; ``finish_reason`` on the last chunk.
+    """
+
+    token_ids: list[int] | None = None
+    text: str | None = None
+    token_count: int = 0
+    logprobs: Logprobs | None = None
+    finish_reason: FinishReason | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+class Backend(ABC):
+    """One inference engine (or a pool of replicas) behind the gateway."""
+
+    #: A short name for logs and metrics.
+    name: str = "backend"
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        """Stream the engine's output for ``request`` (an async generator; see the module doc)."""
+
+    @property
+    def in_flight(self) -> int:
+        """Requests currently streaming from this backend."""
+        return 0
+
+    async def aclose(self) -> None:
+        """Release connections (called once at shutdown)."""

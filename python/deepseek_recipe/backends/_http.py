@@ -1,0 +1,95 @@
+"""What the HTTP backends share: one ``httpx`` client, a JSON POST answered by server-sent events,
+bounded line reading, and failures turned into :class:`BackendError` (never echoing a body)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+
+from deepseek_recipe.backends import Backend, BackendError
+
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""The longest server-sent event accepted from an engine (a first chunk may echo the prompt's ids)."""
+
+
+class HttpBackend(Backend):
+    """A backend that POSTs JSON to ``url`` and reads server-sent events back."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0, client: httpx.AsyncClient | None = None) -> None:
+        self.url = url
+        # Only connecting is timed here: waiting for output is timed by the gateway, which
+        # knows whether it waits for a first token (prefill can take minutes) or the next one.
+        timeout = httpx.Timeout(connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout, limits=limits)
+        self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def _events(self, body: bytes) -> AsyncGenerator[dict[str, Any] | None, None]:
+        """``None`` once the engine accepted the request, then each ``data:`` JSON object."""
+        self._in_flight += 1
+        try:
+            request = self._client.build_request(
+                "POST", self.url, content=body, headers={"content-type": "application/json"}
+            )
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.TimeoutException:
+                raise BackendError("timeout", f"connecting to {self.name} timed out") from None
+            except httpx.HTTPError as error:
+                raise BackendError("connect", f"cannot reach {self.name}: {type(error).__name__}") from None
+            try:
+                if response.status_code != 200:
+                    raise BackendError("status", f"{self.name} answered HTTP {response.status_code}")
+                yield None
+                async for line in _lines(response):
+                    if not line.startswith(b"data:"):
+                        continue  # comments, event names, blank lines
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        return
+                    try:
+                        event = orjson.loads(data)
+                    except orjson.JSONDecodeError:
+                        raise BackendError("protocol", f"{self.name} sent an event that is not JSON", accepted=True) from None
+                    if not isinstance(event, dict):
+                        raise BackendError("protocol", f"{self.name} sent an event that is not an object", accepted=True)
+                    if "error" in event and not event.get("choices"):
+                        raise BackendError("status", f"{self.name} reported an error mid-stream", accepted=True)
+                    yield event
+            except httpx.HTTPError as error:
+                raise BackendError("closed", f"{self.name} broke the stream: {type(error).__name__}", accepted=True) from None
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+        finally:
+            self._in_flight -= 1
+
+
+async def _lines(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The response's lines, each at most :data:`MAX_EVENT_BYTES` long (linear in the body)."""
+    parts: list[bytes] = []
+    size = 0
+    async for data in response.aiter_bytes():
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            parts.append(data[start:end])
+            yield b"".join(parts).rstrip(b"\r")
+            parts, size, start = [], 0, end + 1
+        if start < len(data):
+            parts.append(data[start:])
+            size += len(data) - start
+            if size > MAX_EVENT_BYTES:
+                raise BackendError("protocol", "the engine sent an event that is too long", accepted=True)
+    if parts:
+        yield b"".join(parts)
