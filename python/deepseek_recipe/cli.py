@@ -1,13 +1,24 @@
-"""``deepseek-recipe``: render or encode a request file from the command line."""
+"""``deepseek-recipe``: serve the gateway, or render / encode a request file.
+
+Every failure is one line on standard error and a non-zero exit status (2 for bad input or
+usage, 1 for anything else), never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
+import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 import deepseek_recipe as dr
+
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+"""The largest request file ``render`` and ``encode`` read (more is refused, not loaded)."""
 
 PROTOCOLS: dict[str, Any] = {
     "chat": dr.ChatCompletionRequest,
@@ -16,10 +27,12 @@ PROTOCOLS: dict[str, Any] = {
 }
 
 
-def _encoding(version: dr.ModelVersion) -> dr.DeepseekV4Encoding | dr.DeepseekV41Encoding:
-    if version == dr.ModelVersion.DeepseekV4Pro:
-        return dr.DeepseekV4Encoding()
-    return dr.DeepseekV41Encoding()
+class CliError(Exception):
+    """A failure reported as one line; ``status`` is the exit status."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _marked(prompt: str, ranges: list[tuple[int, int]]) -> str:
@@ -34,8 +47,10 @@ def _marked(prompt: str, ranges: list[tuple[int, int]]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deepseek-recipe", description=__doc__)
+    parser = argparse.ArgumentParser(prog="deepseek-recipe", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    # `serve` is parsed by the settings model itself (see `_serve`); listed here for --help.
+    sub.add_parser("serve", help="run the gateway (flags: deepseek-recipe serve --help)", add_help=False)
     for name, help_text in (("render", "print the rendered prompt"), ("encode", "print the prompt token ids")):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("request", nargs="?", default="-", help="request JSON file, or - for stdin")
@@ -51,46 +66,132 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    raw = sys.stdin.buffer.read() if args.request == "-" else open(args.request, "rb").read()
+def _read_request(path: str) -> bytes:
+    """The request file (or stdin), at most :data:`MAX_INPUT_BYTES`."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, "rb") as file:
+                data = file.read(MAX_INPUT_BYTES + 1)
+    except OSError as error:
+        raise CliError(f"cannot read {path!r}: {error.strerror or type(error).__name__}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise CliError(f"{'standard input' if path == '-' else repr(path)} is larger than {MAX_INPUT_BYTES} bytes")
+    return data
+
+
+def _load_tokenizer(path: str | None) -> dr.Tokenizer:
+    try:
+        return dr.Tokenizer.from_file(path) if path else dr.default_tokenizer()
+    except (OSError, RuntimeError, ValueError) as error:
+        raise CliError(f"cannot load tokenizer {path!r}: {error}") from None
+
+
+def _render_or_encode(args: argparse.Namespace) -> int:
+    raw = _read_request(args.request)
+    needs_ids = args.command == "encode" or args.format in ("ids", "json")
+    tokenizer = _load_tokenizer(args.tokenizer) if needs_ids else None
     try:
         request = PROTOCOLS[args.protocol](raw)
-        options = dr.ConversionOptions(default_thinking_mode=not args.no_thinking)
-        converted = request.convert(options)
+        converted = request.convert(dr.ConversionOptions(default_thinking_mode=not args.no_thinking))
     except dr.ConversionError as e:
-        print(f"error ({e.status_code}): {e}", file=sys.stderr)
-        return 2
+        raise CliError(f"error ({e.status_code}): {e}") from None
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    encoding = _encoding(converted.model_version)
+        raise CliError(f"error: {e}") from None
+    encoding: dr.DeepseekV4Encoding | dr.DeepseekV41Encoding = (
+        dr.DeepseekV4Encoding() if converted.model_version == dr.ModelVersion.DeepseekV4Pro else dr.DeepseekV41Encoding()
+    )
     rendered = encoding.render_conversation(converted.conversation)
     ids: list[int] | None = None
-    if args.command == "encode" or args.format in ("ids", "json"):
-        tokenizer = dr.Tokenizer.from_file(args.tokenizer) if args.tokenizer else dr.default_tokenizer()
+    if tokenizer is not None:
         try:
             ids = encoding.with_tokenizer(tokenizer).encode(converted.conversation)
         except RuntimeError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            raise CliError(f"error: {e}") from None
     if args.format == "text":
         print(_marked(rendered.prompt, rendered.special_ranges))
     elif args.format == "ids":
         print(" ".join(map(str, ids or [])))
     else:
-        print(
-            json.dumps(
-                {
-                    "model_version": "DeepseekV4Pro" if converted.model_version == dr.ModelVersion.DeepseekV4Pro else "DeepseekV41Flash",
-                    "prompt": rendered.prompt,
-                    "special_ranges": rendered.special_ranges,
-                    "token_ids": ids,
-                },
-                ensure_ascii=False,
-            )
-        )
+        version = "DeepseekV4Pro" if converted.model_version == dr.ModelVersion.DeepseekV4Pro else "DeepseekV41Flash"
+        out = {"model_version": version, "prompt": rendered.prompt, "special_ranges": rendered.special_ranges}
+        print(json.dumps({**out, "token_ids": ids}, ensure_ascii=False))
     return 0
+
+
+def _serve(argv: Sequence[str]) -> int:
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from deepseek_recipe.gateway import GatewaySettings
+
+    try:
+        settings = GatewaySettings(
+            _cli_parse_args=list(argv), _cli_prog_name="deepseek-recipe serve", _cli_kebab_case=True
+        )  # type: ignore[call-arg]
+    except (ValidationError, SettingsError) as error:
+        raise CliError(f"invalid settings: {_first_error(error)}") from None
+    run_gateway(settings)
+    return 0
+
+
+def _first_error(error: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def run_gateway(settings: Any) -> None:
+    """Serve ``settings`` with uvicorn until interrupted (several worker processes if asked)."""
+    import uvicorn
+
+    from deepseek_recipe.gateway import create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    common: dict[str, Any] = {"host": settings.host, "port": settings.port, "access_log": False, "log_level": "info"}
+    if settings.workers == 1:
+        try:
+            app = create_app(settings)
+        except (OSError, RuntimeError, ValueError) as error:
+            raise CliError(f"cannot start: {error}", status=1) from None
+        uvicorn.run(app, **common)
+        return
+    # Worker processes build their app from the environment; metrics are aggregated on disk.
+    for name, value in settings.model_dump(mode="json", exclude={"api_keys"}).items():
+        if value is not None:
+            os.environ[f"DEEPSEEK_RECIPE_{name.upper()}"] = _env_value(value)
+    os.environ["DEEPSEEK_RECIPE_API_KEYS"] = ",".join(k.get_secret_value() for k in settings.api_keys)
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="deepseek-recipe-metrics-"))
+    uvicorn.run("deepseek_recipe.gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["serve"]:
+            return _serve(argv[1:])
+        return _render_or_encode(_parser().parse_args(argv))
+    except CliError as error:
+        print(f"deepseek-recipe: {error}", file=sys.stderr)
+        return error.status
+    except MemoryError:
+        print("deepseek-recipe: out of memory", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,0 +1,102 @@
+"""Error responses in each protocol's own shape, before a stream starts and in the middle of one.
+
+OpenAI (Chat Completions, Responses, and the gateway's own routes) answers
+``{"error": {"message", "type", "param", "code"}}``; Anthropic Messages answers
+``{"type": "error", "error": {"type", "message"}}``. Mid-stream, Chat sends the same body as a
+``data:`` line, Responses an ``error`` event, Messages an ``error`` event.
+
+Messages never carry request content: the library's messages quote names and values from the
+request (a model name, a tool name, a value of the wrong type), so every quoted span longer than
+:data:`QUOTE_LIMIT` characters is cut, and the whole message to :data:`MESSAGE_LIMIT`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import orjson
+
+from deepseek_recipe.frontend import Protocol
+
+QUOTE_LIMIT = 48
+MESSAGE_LIMIT = 512
+
+ErrorKind = Literal[
+    "invalid_request",
+    "authentication",
+    "not_found",
+    "method_not_allowed",
+    "too_large",
+    "rate_limited",
+    "backend",
+    "backend_timeout",
+    "backend_unavailable",
+    "internal",
+]
+
+# kind -> (HTTP status, OpenAI type, OpenAI code, Anthropic type)
+_KINDS: dict[ErrorKind, tuple[int, str, str | None, str]] = {
+    "invalid_request": (400, "invalid_request_error", "invalid_request_error", "invalid_request_error"),
+    "authentication": (401, "authentication_error", "invalid_api_key", "authentication_error"),
+    "not_found": (404, "not_found_error", "not_found", "not_found_error"),
+    "method_not_allowed": (405, "invalid_request_error", "method_not_allowed", "invalid_request_error"),
+    "too_large": (413, "invalid_request_error", "request_too_large", "request_too_large"),
+    "rate_limited": (429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error"),
+    "backend": (502, "server_error", "backend_error", "api_error"),
+    "backend_timeout": (504, "server_error", "backend_timeout", "api_error"),
+    "backend_unavailable": (503, "server_error", "backend_unavailable", "overloaded_error"),
+    "internal": (500, "server_error", "internal_error", "api_error"),
+}
+
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|'[^']*'")
+
+
+def public_message(message: str) -> str:
+    """``message`` with long quoted spans cut and its length bounded (see the module doc)."""
+
+    def cut(match: re.Match[str]) -> str:
+        span = match.group(0)
+        if len(span) <= QUOTE_LIMIT:
+            return span
+        return span[: QUOTE_LIMIT - 2] + "…" + span[-1]
+
+    short = _QUOTED.sub(cut, message[: MESSAGE_LIMIT * 64])
+    return short if len(short) <= MESSAGE_LIMIT else short[: MESSAGE_LIMIT - 1] + "…"
+
+
+class GatewayError(Exception):
+    """An error the gateway answers with: a kind (which fixes the status) and a message."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+
+    @property
+    def status(self) -> int:
+        return _KINDS[self.kind][0]
+
+    def body(self, protocol: Protocol | None) -> bytes:
+        """The response body in ``protocol``'s shape (OpenAI's for ``None``)."""
+        _, openai_type, code, anthropic_type = _KINDS[self.kind]
+        message = public_message(self.message)
+        if protocol == "messages":
+            return orjson.dumps({"type": "error", "error": {"type": anthropic_type, "message": message}})
+        return orjson.dumps({"error": {"message": message, "type": openai_type, "param": None, "code": code}})
+
+    def sse(self, protocol: Protocol, sequence_number: int) -> bytes:
+        """The protocol's mid-stream error event (``sequence_number``: Responses' next number)."""
+        _, _, code, _ = _KINDS[self.kind]
+        if protocol == "chat":
+            return b"data: " + self.body(protocol) + b"\n\n"
+        if protocol == "responses":
+            event = {
+                "type": "error",
+                "code": code,
+                "message": public_message(self.message),
+                "param": None,
+                "sequence_number": sequence_number,
+            }
+            return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
+        return b"event: error\ndata: " + self.body(protocol) + b"\n\n"

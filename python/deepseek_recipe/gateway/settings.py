@@ -1,0 +1,73 @@
+"""The gateway's settings: one pydantic model, filled from ``deepseek-recipe serve`` flags and
+``DEEPSEEK_RECIPE_*`` environment variables (flags win), with defaults that are safe to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from deepseek_recipe.frontend import DEFAULT_CONTEXT_LIMIT
+
+BackendKind = Literal["demo", "completions", "sglang"]
+
+
+class GatewaySettings(BaseSettings):
+    """Everything ``deepseek-recipe serve`` and :func:`deepseek_recipe.gateway.create_app` take.
+
+    Lists (``backend_urls``, ``api_keys``) are comma-separated in the environment.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DEEPSEEK_RECIPE_", extra="ignore", frozen=True)
+
+    # -- serving ---------------------------------------------------------------------------
+    host: str = Field(default="127.0.0.1", description="address to listen on")
+    port: int = Field(default=8000, ge=0, le=65535, description="port to listen on")
+    workers: int = Field(default=1, ge=1, description="server processes (each loads the tokenizer once)")
+
+    # -- the engine ------------------------------------------------------------------------
+    backend: BackendKind = Field(
+        default="demo",
+        description="demo: the embedded engine (no weights); completions: an OpenAI-compatible "
+        "/v1/completions server taking token ids (vLLM, SGLang, llama.cpp); sglang: SGLang's /generate",
+    )
+    backend_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="engine base URLs, comma-separated; requests go to the least loaded"
+    )
+    backend_model: str | None = Field(default=None, description="model name sent to the engine (default: the client's)")
+    backend_token_ids: bool = Field(
+        default=True, description="completions: ask for output token ids (vLLM return_token_ids) rather than text"
+    )
+    demo_token_delay: float = Field(default=0.0, ge=0, description="demo engine: seconds per output token")
+
+    # -- the front end ---------------------------------------------------------------------
+    tokenizer: Path | None = Field(default=None, description="tokenizer.json (default: the DeepSeek V4 tokenizer)")
+    context_limit: int = Field(default=DEFAULT_CONTEXT_LIMIT, ge=1, description="prompt + completion tokens")
+    default_thinking: bool = Field(default=True, description="thinking mode when a request does not say")
+
+    # -- limits ----------------------------------------------------------------------------
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list, description="accepted keys (Authorization: Bearer or x-api-key); none: open"
+    )
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1, description="largest request body")
+    max_concurrent_requests: int = Field(default=256, ge=1, description="requests served at once; more get 429")
+    connect_timeout: float = Field(default=10.0, gt=0, description="seconds for the engine to accept a request")
+    first_token_timeout: float = Field(default=300.0, gt=0, description="seconds from acceptance to first output")
+    idle_timeout: float = Field(default=60.0, gt=0, description="seconds between two outputs")
+    total_timeout: float = Field(default=3600.0, gt=0, description="seconds for a whole request")
+    keepalive_interval: float = Field(default=10.0, gt=0, description="seconds between SSE keep-alive comments")
+    log_requests: bool = Field(default=True, description="one structured log line per request")
+
+    @field_validator("backend_urls", "api_keys", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("backend_urls")
+    @classmethod
+    def _no_trailing_slash(cls, urls: list[str]) -> list[str]:
+        return [url.rstrip("/") for url in urls]
