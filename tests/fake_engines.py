@@ -136,7 +136,11 @@ class FakeEngine:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
     def _chunk(self, request: dict[str, Any], prompt: list[int], ids: list[int], sent: list[int], last: bool) -> Any:
-        text = self.tokenizer.decode(ids)
+        # Text as engines stream it: a character split across tokens waits until it is whole.
+        whole = self.tokenizer.decode(sent)
+        ready = whole if last else whole.rstrip("\ufffd")
+        done = self.tokenizer.decode(sent[: len(sent) - len(ids)]).rstrip("\ufffd")
+        text = ready[len(done) :] if len(ready) >= len(done) else ""
         if self.kind == "sglang":
             meta = {
                 "id": request.get("rid"),

@@ -36,7 +36,11 @@ class ServerThread:
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        # Keep-alive longer than any test's pause, so a client never races the server closing an
+        # idle connection it is about to reuse.
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_keep_alive=75
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None

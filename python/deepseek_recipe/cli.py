@@ -153,7 +153,15 @@ def run_gateway(settings: Any) -> None:
     from deepseek_recipe.gateway import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    common: dict[str, Any] = {"host": settings.host, "port": settings.port, "access_log": False, "log_level": "info"}
+    # Keep-alive outlives a load balancer's idle timeout (60 s on the common ones), so the
+    # balancer never reuses a connection the server is closing.
+    common: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "access_log": False,
+        "log_level": "info",
+        "timeout_keep_alive": 75,
+    }
     if settings.workers == 1:
         try:
             app = create_app(settings)

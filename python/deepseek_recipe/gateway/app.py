@@ -355,12 +355,15 @@ class _Exchange:
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
         request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id)
+        failure: GatewayError | _ClientGone | None = None
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._pump, request, outbox)
                 group.start_soon(self._watch, group.cancel_scope)
                 try:
                     await self._respond(inbox)
+                except (GatewayError, _ClientGone) as error:  # raised here, not in a group
+                    failure = error
                 finally:
                     group.cancel_scope.cancel()
         finally:
@@ -368,6 +371,8 @@ class _Exchange:
             inbox.close()
         if self.record.disconnected:
             raise _ClientGone
+        if failure is not None:
+            raise failure
 
     async def _pump(self, request: GenerationRequest, outbox: MemoryObjectSendStream[BackendChunk | BackendError]) -> None:
         """The engine's chunks into ``outbox``; its stream is always closed, shielded."""

@@ -5,8 +5,9 @@ OpenAI (Chat Completions, Responses, and the gateway's own routes) answers
 ``{"type": "error", "error": {"type", "message"}}``. Mid-stream, Chat sends the same body as a
 ``data:`` line, Responses an ``error`` event, Messages an ``error`` event.
 
-Messages never carry request content: the library's messages quote names and values from the
-request (a model name, a tool name, a value of the wrong type), so every quoted span longer than
+Messages carry at most a short excerpt of request content: the library's messages quote names
+and values from the request (a model name, a tool name, a value of the wrong type), as the
+official APIs do, so every quoted span and every run without spaces longer than
 :data:`QUOTE_LIMIT` characters is cut, and the whole message to :data:`MESSAGE_LIMIT`.
 """
 
@@ -20,7 +21,7 @@ import orjson
 from deepseek_recipe.frontend import Protocol
 
 QUOTE_LIMIT = 48
-MESSAGE_LIMIT = 512
+MESSAGE_LIMIT = 300
 
 ErrorKind = Literal[
     "invalid_request",
@@ -49,7 +50,7 @@ _KINDS: dict[ErrorKind, tuple[int, str, str | None, str]] = {
     "internal": (500, "server_error", "internal_error", "api_error"),
 }
 
-_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|'[^']*'")
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|'[^']*'|[^\s`\"']+")
 
 
 def public_message(message: str) -> str:
@@ -59,7 +60,8 @@ def public_message(message: str) -> str:
         span = match.group(0)
         if len(span) <= QUOTE_LIMIT:
             return span
-        return span[: QUOTE_LIMIT - 2] + "…" + span[-1]
+        closing = span[-1] if span[0] in "`\"'" else ""
+        return span[: QUOTE_LIMIT - 2] + "…" + closing
 
     short = _QUOTED.sub(cut, message[: MESSAGE_LIMIT * 64])
     return short if len(short) <= MESSAGE_LIMIT else short[: MESSAGE_LIMIT - 1] + "…"
