@@ -63,7 +63,9 @@ def test_completions_backend_sends_exact_ids_and_settings(
     engine.script = script(frontend.tokenizer, "The answer is 42 🦀.")
     backend = CompletionsBackend(engine_http.url, token_ids=True)
     # Thinking off: with thinking on, the library fixes temperature and top_p at 1.0.
-    settings = {"temperature": 0.25, "top_p": 0.5, "seed": 7, "max_tokens": 77, "thinking": {"type": "disabled"}}
+    settings: dict[str, Any] = {
+        "temperature": 0.25, "top_p": 0.5, "seed": 7, "max_tokens": 77, "thinking": {"type": "disabled"}
+    }
     with serving(gateway_for(frontend, backend)) as server:
         response = chat(server.url, **settings)
     assert response.status_code == 200, response.text

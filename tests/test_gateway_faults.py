@@ -214,7 +214,7 @@ def test_unreachable_engine(frontend: Frontend) -> None:
 def test_too_many_requests(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
     engine = FakeEngine(tokenizer, behaviour="stall")
     with serving(engine) as engine_http:
-        settings = GatewaySettings(log_requests=False, max_concurrent_requests=1, first_token_timeout=3)  # type: ignore[arg-type]
+        settings = GatewaySettings(log_requests=False, max_concurrent_requests=1, first_token_timeout=3)
         gateway = Gateway(settings=settings, frontend=frontend, backend=CompletionsBackend(engine_http.url))
         with serving(gateway) as server:
             with httpx.stream("POST", server.url + PATHS["chat"], json=body_for("chat", stream=True)) as first:
@@ -232,4 +232,4 @@ def test_whole_response_from_demo_after_faults(demo_server: tuple[Gateway, Serve
     for protocol in PATHS:
         response = httpx.post(server.url + PATHS[protocol], json=body_for(protocol), headers=AUTH)
         check_response(protocol, response.content)
-    assert gateway.in_flight == 0
+    assert settle(lambda: gateway.in_flight == 0)

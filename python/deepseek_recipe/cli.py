@@ -153,6 +153,7 @@ def run_gateway(settings: Any) -> None:
     from deepseek_recipe.gateway import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call is noise
     # Keep-alive outlives a load balancer's idle timeout (60 s on the common ones), so the
     # balancer never reuses a connection the server is closing.
     common: dict[str, Any] = {

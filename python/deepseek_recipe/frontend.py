@@ -19,7 +19,7 @@ which protocol, the order of the calls, ids and timestamps, and SSE framing.
 
 from __future__ import annotations
 
-import secrets
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -85,6 +85,7 @@ _RESPONSES: dict[Protocol, type[ChatCompletionResponse] | type[ResponsesResponse
     "responses": ResponsesResponse,
     "messages": MessagesResponse,
 }
+_ids = random.Random()
 _ID_PREFIXES: dict[Protocol, str] = {"chat": "chatcmpl-", "responses": "resp_", "messages": "msg_"}
 _FINISH_REASONS: dict[FinishReason, InferenceFinishReason] = {
     "stop": InferenceFinishReason.Stop,
@@ -94,8 +95,11 @@ _FINISH_REASONS: dict[FinishReason, InferenceFinishReason] = {
 
 
 def new_response_id(protocol: Protocol) -> str:
-    """A fresh id in the protocol's own style (``chatcmpl-…``, ``resp_…``, ``msg_…``)."""
-    return _ID_PREFIXES[protocol] + secrets.token_hex(12)
+    """A fresh id in the protocol's own style (``chatcmpl-…``, ``resp_…``, ``msg_…``).
+
+    Unique, not secret (ids are echoed to clients and logs), so no system entropy per call.
+    """
+    return f"{_ID_PREFIXES[protocol]}{_ids.getrandbits(96):024x}"
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,15 @@ class HttpBackend(Backend):
                 if response.status_code != 200:
                     raise BackendError("status", f"{self.name} answered HTTP {response.status_code}")
                 yield None
+                done = False
                 async for line in _lines(response):
-                    if not line.startswith(b"data:"):
-                        continue  # comments, event names, blank lines
+                    if done or not line.startswith(b"data:"):
+                        continue  # comments, event names, blank lines; anything after [DONE]
                     data = line[5:].strip()
                     if data == b"[DONE]":
-                        return
+                        # Read on to the end of the body, so the connection can be reused.
+                        done = True
+                        continue
                     try:
                         event = orjson.loads(data)
                     except orjson.JSONDecodeError:

@@ -82,28 +82,26 @@ class CompletionsBackend(HttpBackend):
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         stop_ids = set(request.stop_token_ids)
         top = request.sampling.top_logprobs or 0
-        finish: FinishReason | None = None
+        last = BackendChunk()
         async for event in self._events(self.body(request)):
             if event is None:
                 yield BackendChunk()
                 continue
-            usage = event.get("usage")
             for choice in event.get("choices") or ():
                 chunk = _choice_chunk(choice, stop_ids, top)
-                if chunk.finish_reason is not None:
-                    finish, chunk.finish_reason = chunk.finish_reason, None
+                last.finish_reason = chunk.finish_reason or last.finish_reason
+                chunk.finish_reason = None
                 if chunk.token_ids or chunk.text:
                     yield chunk
-            if isinstance(usage, dict) and finish is not None:
-                details = usage.get("prompt_tokens_details") or {}
-                yield BackendChunk(
-                    finish_reason=finish,
-                    prompt_tokens=_int(usage.get("prompt_tokens")),
-                    cached_tokens=_int(details.get("cached_tokens") if isinstance(details, dict) else None),
-                )
-                return
-        if finish is not None:
-            yield BackendChunk(finish_reason=finish)
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                details = usage.get("prompt_tokens_details")
+                last.prompt_tokens = _int(usage.get("prompt_tokens"))
+                last.cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        # The finish waits for the end of the stream (the usage comes after it), and reading to
+        # the end keeps the connection for the next request.
+        if last.finish_reason is not None:
+            yield last
 
 
 def _choice_chunk(choice: Any, stop_ids: set[int], top: int) -> BackendChunk:
