@@ -1,0 +1,430 @@
+"""The gateway's added cost over calling the engine directly, measured in one run.
+
+    python3 bench/gateway_bench.py [--quick] [--no-record] [--project-python PATH]
+                                   [--litellm-python PATH] [--only small,agent]
+
+Three servers run in processes of their own on loopback: a fake token-id engine (vLLM's
+``/v1/completions`` with ``return_token_ids``, and ``/v1/chat/completions`` for LiteLLM), this
+project's gateway (``deepseek-recipe serve --backend completions``) in front of it, and, when
+its virtualenv exists, LiteLLM's proxy in front of the same engine. A load generator in this
+process (a minimal HTTP/1.1 client on asyncio, so its own cost stays small and equal for all)
+measures:
+
+- small requests: time to first byte (p50 / p99, one request at a time) and requests per
+  second at a fixed concurrency, straight to the engine (the completions request the gateway
+  would send), through the gateway, and through LiteLLM;
+- a growing agent turn: a ~300k-token agent conversation that grows by one step per request,
+  through the gateway and straight to the engine with the same ids; the difference is the
+  gateway's added latency, set against encoding the new turn's text alone.
+
+Ratios are printed against the direct path and against LiteLLM. Results go to
+``bench/gateway-results.md`` (the latest run) and ``bench/results/gateway-<date>.json``
+unless ``--no-record``. Nothing here is imported by the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+MODEL = "DeepSeek-V4-Pro"
+MASTER_KEY = "sk-bench-only"  # LiteLLM refuses to start without one; sent to every server
+ANSWER = "Sure.</think>Hello! How can I help you with the gateway benchmark today?"
+
+
+# -- the fake engine (run as a subprocess: --serve-engine) -------------------------------------
+
+
+def serve_engine(port: int, script_path: str) -> None:
+    """A minimal engine: streams the scripted answer at once, as vLLM's two APIs do."""
+    import orjson
+    import uvicorn
+
+    script = json.loads(Path(script_path).read_text())
+    ids: list[int] = script["ids"]
+    texts: list[str] = script["texts"]
+
+    def completion_events(prompt_len: int) -> list[bytes]:
+        out = []
+        for k, (token, text) in enumerate(zip(ids, texts)):
+            finish = "stop" if k == len(ids) - 1 else None
+            choice = {"index": 0, "text": text, "token_ids": [token], "logprobs": None, "finish_reason": finish}
+            out.append(orjson.dumps({"id": "cmpl-b", "object": "text_completion", "created": 0, "model": MODEL, "choices": [choice]}))
+        usage = {"prompt_tokens": prompt_len, "completion_tokens": len(ids), "total_tokens": prompt_len + len(ids)}
+        out.append(orjson.dumps({"id": "cmpl-b", "object": "text_completion", "choices": [], "usage": usage}))
+        return out
+
+    def chat_events() -> list[bytes]:
+        out = []
+        for k, text in enumerate(texts):
+            delta = {"role": "assistant", "content": text} if k == 0 else {"content": text}
+            finish = "stop" if k == len(texts) - 1 else None
+            chunk = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            out.append(orjson.dumps(chunk))
+        return out
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = orjson.loads(body)
+        events = (
+            chat_events() if scope["path"].endswith("/chat/completions") else completion_events(len(request.get("prompt", [])))
+        )
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for event in events:
+            await send({"type": "http.response.body", "body": b"data: " + event + b"\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False, timeout_keep_alive=75)
+
+
+# -- a minimal HTTP/1.1 client -----------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    ttfb: float  # seconds from sending the request to the first body byte in
+    total: float  # ... to the last body byte in
+    status: int
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
+        self.reader, self.writer, self.host = reader, writer, host
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=64 * 1024 * 1024)
+        return cls(reader, writer, f"127.0.0.1:{port}")
+
+    async def post(self, path: str, body: bytes) -> Timing:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {MASTER_KEY}\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        start = time.perf_counter()
+        self.writer.write(head + body)
+        await self.writer.drain()
+        status_line, *header_lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(status_line.split()[1])
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines if line)}
+        ttfb = None
+        if headers.get("transfer-encoding") == "chunked":
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
+                data = await self.reader.readexactly(size + 2)
+                if ttfb is None and size:
+                    ttfb = time.perf_counter() - start
+                if size == 0:
+                    break
+        else:
+            await self.reader.readexactly(int(headers.get("content-length", "0")))
+        total = time.perf_counter() - start
+        return Timing(ttfb if ttfb is not None else total, total, status)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def latencies(port: int, path: str, bodies: list[bytes]) -> list[Timing]:
+    connection = await Connection.open(port)
+    try:
+        return [await connection.post(path, body) for body in bodies]
+    finally:
+        connection.close()
+
+
+async def throughput(port: int, path: str, body: bytes, concurrency: int, seconds: float) -> tuple[float, int]:
+    """Requests per second with ``concurrency`` clients for ``seconds``; and failures."""
+    connections = [await Connection.open(port) for _ in range(concurrency)]
+    done = failed = 0
+    stop = time.perf_counter() + seconds
+
+    async def client(connection: Connection) -> None:
+        nonlocal done, failed
+        while time.perf_counter() < stop:
+            timing = await connection.post(path, body)
+            done += 1
+            failed += timing.status != 200
+
+    start = time.perf_counter()
+    await asyncio.gather(*(client(c) for c in connections))
+    elapsed = time.perf_counter() - start
+    for connection in connections:
+        connection.close()
+    return done / elapsed, failed
+
+
+# -- servers -----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def wait_ready(port: int, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not start")
+
+
+@contextmanager
+def process(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    # Output is dropped: a pipe nobody reads would fill up and stop the server mid-run.
+    proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+
+def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
+    from deepseek_recipe.backends import GenerationRequest
+    from deepseek_recipe.backends.completions import CompletionsBackend
+
+    chat = {"model": MODEL, "stream": True,
+            "messages": [{"role": "system", "content": "You are a helpful assistant."},
+                         {"role": "user", "content": "Hello! What can this gateway do for me? Answer briefly."}]}
+    chat_body = json.dumps(chat).encode()
+    prepared = frontend.prepare("chat", chat_body)
+    direct_body = CompletionsBackend("http://unused").body(GenerationRequest.from_prepared(prepared, "bench"))
+    targets = {
+        "direct": (ports["engine"], "/v1/completions", direct_body),
+        "gateway": (ports["gateway"], "/v1/chat/completions", chat_body),
+    }
+    if "litellm" in ports:
+        targets["litellm"] = (ports["litellm"], "/v1/chat/completions", chat_body)
+    n = 100 if args.quick else 400
+    seconds = 3.0 if args.quick else 10.0
+    rows = {}
+    for name, (port, path, body) in targets.items():
+        asyncio.run(latencies(port, path, [body] * 20))  # warm-up
+        timings = asyncio.run(latencies(port, path, [body] * n))
+        assert all(t.status == 200 for t in timings), f"{name}: failed requests"
+        ttfb = [t.ttfb * 1e3 for t in timings]
+        rps, failed = asyncio.run(throughput(port, path, body, args.concurrency, seconds))
+        rows[name] = {"ttfb_p50_ms": statistics.median(ttfb), "ttfb_p99_ms": percentile(ttfb, 0.99),
+                      "total_p50_ms": statistics.median(t.total * 1e3 for t in timings), "rps": rps, "failed": failed}
+    report.figures["small"] = rows
+    report.add(f"### Small requests (streamed Chat, {len(prepared.prompt_ids)} prompt tokens, "
+               f"{len(ANSWER)} chars out; {n} sequential, then {args.concurrency} concurrent for {seconds:.0f} s)")
+    report.add()
+    report.add("| path | TTFB p50 ms | TTFB p99 ms | whole p50 ms | req/s | added p50 ms | req/s ÷ LiteLLM |")
+    report.add("|---|---:|---:|---:|---:|---:|---:|")
+    for name, row in rows.items():
+        added = row["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
+        vs = f"{row['rps'] / rows['litellm']['rps']:.2f}x" if "litellm" in rows else "n/a"
+        report.add(f"| {name} | {row['ttfb_p50_ms']:.3f} | {row['ttfb_p99_ms']:.3f} | {row['total_p50_ms']:.3f} | "
+                   f"{row['rps']:.0f} | {added:+.3f} | {vs} |")
+    report.add()
+    added = rows["gateway"]["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
+    verdict = "met" if added < 1.0 else "MISSED"
+    report.add(f"Target, added TTFB p50 under 1 ms: {added:.3f} ms ({verdict}).")
+    if "litellm" in rows:
+        ratio = rows["gateway"]["rps"] / rows["litellm"]["rps"]
+        report.add(f"Target, throughput at least LiteLLM's: {ratio:.2f}x ({'met' if ratio >= 1 else 'MISSED'}).")
+    report.add()
+
+
+def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
+    import workloads
+
+    from deepseek_recipe.backends import GenerationRequest
+    from deepseek_recipe.backends.completions import CompletionsBackend
+
+    target = 60_000 if args.quick else 300_000
+    rounds = 4 if args.quick else 8
+    conv = workloads.make_conversation(20261201, target)
+    steps = len(conv.steps)
+    backend = CompletionsBackend("http://unused")
+    encoding = frontend.encoding(frontend.options.model_versions_by_name[MODEL])
+    rows = []
+    previous_prompt = ""
+    for k in range(rounds + 1):
+        body = workloads.to_chat(workloads.truncated(conv, steps - rounds + k), {"stream": True})
+        raw = json.dumps(body, ensure_ascii=False).encode()
+        prepared = frontend.prepare("chat", raw)  # the direct path's ids, made here (not timed)
+        direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
+        prompt = encoding.render_conversation(prepared.request.conversation).prompt
+        common = len(os.path.commonprefix([previous_prompt, prompt]))
+        previous_prompt = prompt
+        via = asyncio.run(latencies(ports["gateway"], "/v1/chat/completions", [raw]))[0]
+        direct = asyncio.run(latencies(ports["engine"], "/v1/completions", [direct_body]))[0]
+        # The new turn's text alone, encoded fresh (it was never seen by this process's caches).
+        fresh = prompt[common:] + f" {k}"
+        start = time.perf_counter()
+        frontend.tokenizer.encode_ordinary(fresh)
+        new_turn = time.perf_counter() - start
+        if k == 0:
+            continue  # the first request encodes the whole conversation (nothing cached yet)
+        rows.append({"prompt_tokens": len(prepared.prompt_ids), "body_bytes": len(raw), "new_chars": len(prompt) - common,
+                     "gateway_ms": via.total * 1e3, "direct_ms": direct.total * 1e3,
+                     "added_ms": (via.total - direct.total) * 1e3, "new_turn_encode_ms": new_turn * 1e3})
+    report.figures["agent"] = rows
+    report.add(f"### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)")
+    report.add()
+    report.add("| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | encode new turn alone ms | added ÷ new turn |")
+    report.add("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        ratio = row["added_ms"] / row["new_turn_encode_ms"]
+        report.add(f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} | {row['gateway_ms']:.1f} | "
+                   f"{row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |")
+    added = statistics.median(r["added_ms"] for r in rows)
+    alone = statistics.median(r["new_turn_encode_ms"] for r in rows)
+    report.add()
+    verdict = "met" if added <= 3 * alone else "MISSED"
+    report.add(f"Target, added latency at most 3x encoding the new turn alone: medians {added:.1f} ms vs "
+               f"{alone:.2f} ms = {added / alone:.1f}x ({verdict}).")
+    report.add()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, short runs")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not write results")
+    parser.add_argument("--only", default="small,agent", help="phases: small,agent")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--project-python", default=str(ROOT / ".venv" / "bin" / "python"))
+    parser.add_argument("--litellm-python", default=str(ROOT / "bench" / ".venv-litellm" / "bin" / "python"))
+    parser.add_argument("--serve-engine", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--script", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_engine:
+        serve_engine(args.serve_engine, args.script)
+        return 0
+    if Path(sys.executable).resolve() != Path(args.project_python).resolve():
+        # Run the whole bench in the project's virtualenv (it imports deepseek_recipe).
+        return subprocess.call([args.project_python, __file__, *sys.argv[1:]])
+
+    import deepseek_recipe as dr
+    from deepseek_recipe.frontend import Frontend
+
+    frontend = Frontend()
+    ids = frontend.tokenizer.encode(ANSWER)
+    script = {"ids": ids, "texts": [frontend.tokenizer.decode([i]) for i in ids]}
+    report = Report()
+    report.add(f"## Gateway benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    report.add()
+    cpus = os.cpu_count()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    report.add(f"- command: `python3 bench/gateway_bench.py {' '.join(sys.argv[1:])}`".rstrip())
+    report.add(f"- machine: {cpus} CPUs, {platform.platform()}, load average {load} at start")
+    report.add(f"- ours: deepseek-recipe-rs {dr.__version__}, `{Path(dr.__file__).parent}`")
+    litellm = Path(args.litellm_python)
+    with tempfile.TemporaryDirectory() as tmp:
+        script_path = Path(tmp) / "script.json"
+        script_path.write_text(json.dumps(script))
+        ports = {"engine": free_port(), "gateway": free_port()}
+        engine_cmd = [sys.executable, __file__, "--serve-engine", str(ports["engine"]), "--script", str(script_path)]
+        gateway_cmd = [sys.executable, "-m", "deepseek_recipe", "serve", "--backend", "completions",
+                       "--backend-urls", f"http://127.0.0.1:{ports['engine']}", "--port", str(ports["gateway"]),
+                       "--log-requests", "false", "--max-concurrent-requests", "1024"]
+        with process(engine_cmd, ports["engine"]), process(gateway_cmd, ports["gateway"]):
+            litellm_ctx: Any = None
+            if litellm.exists() and "small" in args.only:
+                ports["litellm"] = free_port()
+                config = Path(tmp) / "litellm.yaml"
+                config.write_text(
+                    f"model_list:\n  - model_name: {MODEL}\n    litellm_params:\n      model: openai/{MODEL}\n"
+                    f"      api_base: http://127.0.0.1:{ports['engine']}/v1\n      api_key: unused\n"
+                    "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
+                )
+                version = subprocess.run([str(litellm), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+                                         capture_output=True, text=True).stdout.strip()
+                report.add(f"- LiteLLM proxy {version}, `{litellm}` (its own virtualenv; default settings)")
+                # Its cost map ships with it: no fetch from the network (there is none here).
+                env = {"LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": MASTER_KEY}
+                litellm_ctx = process([str(litellm.parent / "litellm"), "--config", str(config), "--port", str(ports["litellm"]),
+                                       "--host", "127.0.0.1"], ports["litellm"], env=env)
+            else:
+                report.add("- LiteLLM: skipped (no virtualenv at --litellm-python)")
+            report.add()
+            if litellm_ctx is not None:
+                litellm_ctx.__enter__()
+            try:
+                if "small" in args.only:
+                    small_phase(report, args, frontend, ports)
+                if "agent" in args.only:
+                    agent_phase(report, args, frontend, ports)
+            finally:
+                if litellm_ctx is not None:
+                    litellm_ctx.__exit__(None, None, None)
+    if not args.no_record:
+        stamp = time.strftime("%Y-%m-%d", time.gmtime())
+        (ROOT / "bench" / "results").mkdir(exist_ok=True)
+        (ROOT / "bench" / "results" / f"gateway-{stamp}.json").write_text(json.dumps(report.figures, indent=1) + "\n")
+        (ROOT / "bench" / "gateway-results.md").write_text(
+            "# Gateway benchmark: the latest run\n\nWritten by `python3 bench/gateway_bench.py` "
+            "(see its docstring and bench/README.md); raw figures in `bench/results/`.\n\n" + "\n".join(report.lines) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
