@@ -20,6 +20,9 @@ echo "== build and install the wheel"
 rm -rf "$WHEELS" && mkdir -p "$WHEELS"
 "$VENV/bin/maturin" build --release --out "$WHEELS" --interpreter "$VENV/bin/python"
 "$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEELS"/*.whl
+# The package's own dependencies (the gateway's) and the test extra (the SDKs), if missing.
+wheel=$(ls "$WHEELS"/*.whl)
+"$VENV/bin/pip" install -q "$wheel[test]"
 
 echo "== stub check"
 (cd /tmp && "$VENV/bin/python" -m mypy.stubtest deepseek_recipe._native --allowlist "$OLDPWD/tests/stubtest-allowlist.txt")
