@@ -44,7 +44,7 @@ def _stub_names() -> set[str]:
     tree = ast.parse(stub.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in tree.body:
-        if isinstance(node, ast.ClassDef):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             names.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)

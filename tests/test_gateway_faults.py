@@ -106,6 +106,18 @@ def test_malformed_bodies_get_a_clear_400(
     assert "\ufffd" not in message and "\xff" not in message
 
 
+def test_json_depth_limit_is_configurable(frontend: Frontend) -> None:
+    settings = GatewaySettings(log_requests=False, max_json_depth=4)
+    with serving(Gateway(settings=settings, frontend=frontend, backend=DemoEngine(frontend.tokenizer))) as server:
+        shallow = body_for("chat")  # nests 3 deep: object, messages list, message object
+        assert httpx.post(server.url + PATHS["chat"], json=shallow).status_code == 200
+        deep = {**shallow, "metadata": {"a": {"b": {"c": {}}}}}  # five deep
+        message = assert_error_shape("chat", httpx.post(server.url + PATHS["chat"], json=deep), 400)
+        assert message == "Request JSON nests deeper than 4 levels"
+        brackets_in_text = body_for("chat", text="[[[[{{{{" * 10)
+        assert httpx.post(server.url + PATHS["chat"], json=brackets_in_text).status_code == 200
+
+
 def test_errors_do_not_echo_long_request_values(demo_server: tuple[Gateway, ServerThread]) -> None:
     _, server = demo_server
     secret = "SECRET" * 2000

@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension ``deepseek_recipe._native`` (checked by mypy.stubtest)."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import Self, disjoint_base
@@ -15,6 +15,9 @@ ImageDetail: TypeAlias = Literal["low", "high", "original", "auto"]
 Role: TypeAlias = Literal["system", "user", "assistant", "tool", "latest_reminder"]
 ImageSourceKind: TypeAlias = Literal["data_url", "url", "bytes"]
 RequestBody: TypeAlias = bytes | str | dict[str, Any]
+
+def json_nesting_exceeds(body: bytes, limit: int) -> bool:
+    """Whether a JSON body nests arrays and objects deeper than ``limit`` (strings skipped)."""
 
 class ConversionError(Exception):
     """A request that parsed but cannot be served.
@@ -289,6 +292,8 @@ class DeepseekV4Encoding:
     def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
+    def encode_ids(self, conversation: Conversation) -> TokenIds:
+        """``encode``, with the ids held by the core (no Python int per id until asked)."""
 
 @final
 class DeepseekV41Encoding:
@@ -300,6 +305,20 @@ class DeepseekV41Encoding:
     def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
+    def encode_ids(self, conversation: Conversation) -> TokenIds:
+        """``encode``, with the ids held by the core (no Python int per id until asked)."""
+
+@final
+class TokenIds:
+    """A prompt's token ids held by the core: a read-only sequence of ints with ``to_json``."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> int: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def tolist(self) -> list[int]: ...
+    def to_json(self) -> bytes:
+        """The JSON array of the ids (``[0,1,2]``), without a Python int per id."""
 
 @final
 class WebSearchBehavior:

@@ -52,6 +52,7 @@ from deepseek_recipe._native import (
     SpecialToken,
     StreamProcessor,
     SystemMessage,
+    TokenIds,
     Tokenizer,
     ToolCall,
     ToolMessage,
@@ -123,6 +124,9 @@ class Sampling:
 class PreparedRequest:
     """One request made ready for an engine: exact prompt ids, settings, and a decoder factory.
 
+    ``prompt_ids`` is a :class:`TokenIds`: a read-only sequence of ints (``tolist()`` for a
+    list) whose ``to_json()`` writes an engine's ``prompt`` array without a Python int per id.
+
     ``stop`` is informational: stop sequences are matched by the decoder on parsed content
     (never in reasoning or tool-call markup), so an engine must not be asked to stop on them.
     """
@@ -131,7 +135,7 @@ class PreparedRequest:
     model: str
     stream: bool
     request: ConversationRequest
-    prompt_ids: list[int]
+    prompt_ids: TokenIds
     sampling: Sampling
     stop: list[str]
     output_constraint: OutputConstraint | None
@@ -363,7 +367,7 @@ class Frontend:
         messages. Releases the GIL for the heavy parts; call it off an event loop.
         """
         converted, model, wiring = self._convert(protocol, body)
-        ids = self._encodings[converted.model_version].encode(converted.conversation)
+        ids = self._encodings[converted.model_version].encode_ids(converted.conversation)
         max_tokens = converted.resolve_max_tokens(len(ids), self.context_limit)
         options = converted.inference_options
         sampling = Sampling(
@@ -391,7 +395,7 @@ class Frontend:
     def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
         """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""
         converted = self._convert(protocol, body).request
-        return len(self._encodings[converted.model_version].encode(converted.conversation))
+        return len(self._encodings[converted.model_version].encode_ids(converted.conversation))
 
 
 class _Converted(NamedTuple):

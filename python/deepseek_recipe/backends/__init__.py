@@ -21,7 +21,9 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from deepseek_recipe._native import OutputConstraint
+import orjson
+
+from deepseek_recipe._native import OutputConstraint, TokenIds
 from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
 
 BackendErrorKind: TypeAlias = Literal["connect", "timeout", "status", "protocol", "closed", "overloaded"]
@@ -56,7 +58,7 @@ class GenerationRequest:
 
     request_id: str
     model: str
-    prompt_ids: Sequence[int]
+    prompt_ids: TokenIds | Sequence[int]
     sampling: Sampling
     stop_token_ids: Sequence[int] = ()
     output_constraint: OutputConstraint | None = None
@@ -71,6 +73,11 @@ class GenerationRequest:
             stop_token_ids=prepared.stop_token_ids,
             output_constraint=prepared.output_constraint,
         )
+
+
+def ids_json(ids: TokenIds | Sequence[int]) -> orjson.Fragment:
+    """``ids`` as a JSON array to put in an engine's request body with ``orjson.dumps``."""
+    return orjson.Fragment(ids.to_json() if isinstance(ids, TokenIds) else orjson.dumps(list(ids)))
 
 
 @dataclass

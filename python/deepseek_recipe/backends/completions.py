@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
-from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest
+from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
 from deepseek_recipe.backends._http import HttpBackend
 from deepseek_recipe.frontend import FinishReason
 
@@ -54,7 +54,7 @@ class CompletionsBackend(HttpBackend):
         sampling = request.sampling
         body: dict[str, Any] = {
             "model": self.model or request.model,
-            "prompt": list(request.prompt_ids),
+            "prompt": ids_json(request.prompt_ids),
             "max_tokens": sampling.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},

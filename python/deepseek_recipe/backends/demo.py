@@ -73,7 +73,7 @@ class DemoEngine(Backend):
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         self._in_flight += 1
         try:
-            prompt = request.prompt_ids
+            prompt = list(request.prompt_ids)
             yield BackendChunk(prompt_tokens=len(prompt), cached_tokens=self._cached_prefix(prompt))
             ids = self.write(prompt, json_output=_wants_json(request))
             finish: Any = "stop"

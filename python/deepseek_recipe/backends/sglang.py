@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import orjson
 
-from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest
+from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
 from deepseek_recipe.backends._http import HttpBackend
 from deepseek_recipe.frontend import FinishReason
 
@@ -53,7 +53,7 @@ class SGLangBackend(HttpBackend):
         elif constraint is not None and constraint.kind == "regex":
             params["regex"] = constraint.schema
         body: dict[str, Any] = {
-            "input_ids": list(request.prompt_ids),
+            "input_ids": ids_json(request.prompt_ids),
             "sampling_params": params,
             "stream": True,
             "rid": request.request_id,

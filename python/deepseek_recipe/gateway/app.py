@@ -41,7 +41,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from deepseek_recipe._native import ConversionError, ConversionOptions, Tokenizer
+from deepseek_recipe._native import ConversionError, ConversionOptions, Tokenizer, json_nesting_exceeds
 from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
 from deepseek_recipe.frontend import Decoder, Event, Frontend, PreparedRequest, Protocol
 from deepseek_recipe.gateway.errors import GatewayError, public_message
@@ -77,6 +77,7 @@ _KEEPALIVE = b": keep-alive\n\n"
 # Bodies up to this size are prepared on the event loop: that takes tens of microseconds,
 # less than handing the work to a thread and back. Larger ones go to a worker thread.
 _INLINE_PREPARE_BYTES = 16 * 1024
+_PARSER_DEPTH = 128  # the request parser's own nesting limit (the reference's)
 
 
 class _ClientGone(Exception):
@@ -260,6 +261,9 @@ class Gateway:
 
     def _prepare(self, protocol: Protocol, body: bytes, record: _Record) -> PreparedRequest:
         start = time.perf_counter()
+        depth = self.settings.max_json_depth
+        if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
+            raise GatewayError("invalid_request", f"Request JSON nests deeper than {depth} levels")
         try:
             prepared = self.frontend.prepare(protocol, body)
         except (ValueError, ConversionError) as error:

@@ -105,6 +105,36 @@ fn position_after(text: &[u8], index: usize) -> (usize, usize) {
     (line, consumed.len() - line_start)
 }
 
+/// Whether JSON text nests arrays and objects more than `limit` deep (a gateway's limit
+/// below the parser's own 128). One pass over the bytes, stopping at the first container too
+/// deep; brackets inside strings do not count. Malformed text is left to the parser.
+pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +160,28 @@ mod tests {
                 parse_json(text),
                 Err(ProtocolError::InvalidJson(want.to_owned())),
                 "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_depth_counts_containers_outside_strings() {
+        let cases: [(&[u8], usize, bool); 8] = [
+            (b"{}", 1, false),
+            (b"{\"a\": [1]}", 1, true),
+            (b"{\"a\": [1]}", 2, false),
+            (b"[[[]]]", 2, true),
+            (b"{\"a\": \"[[[[{{{{\"}", 1, false),
+            (b"{\"a\": \"\\\"[[[\"}", 1, false),
+            (b"[[], [], []]", 2, false),
+            (b"not json [[", 1, true),
+        ];
+        for (text, limit, want) in cases {
+            assert_eq!(
+                nesting_exceeds(text, limit),
+                want,
+                "{:?} within {limit}",
+                std::str::from_utf8(text)
             );
         }
     }

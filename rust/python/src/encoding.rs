@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use deepseek_model::{ModelVersion, SpecialTokens};
 use deepseek_render::{render, RenderedPrompt};
-use deepseek_tokenize::Tokenizer;
+use deepseek_tokenize::{PromptIds, Tokenizer};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -78,21 +78,24 @@ impl Encoder {
         }
     }
 
+    fn prompt_ids(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<PromptIds> {
+        let tokenizer = self
+            .tokenizer
+            .clone()
+            .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
+        py.detach(|| {
+            let prompt = render(&conversation.inner, self.version, &self.special_tokens);
+            tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
+        })
+        .map_err(errors::tokenize)
+    }
+
     fn encode<'py>(
         &self,
         py: Python<'py>,
         conversation: &PyConversation,
     ) -> PyResult<Bound<'py, PyList>> {
-        let tokenizer = self
-            .tokenizer
-            .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
-        let ids = py
-            .detach(|| {
-                let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-                tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
-            })
-            .map_err(errors::tokenize)?;
+        let ids = self.prompt_ids(py, conversation)?;
         crate::ids::prompt_list(py, ids)
     }
 }
@@ -151,6 +154,18 @@ macro_rules! encoding_class {
                 conversation: PyRef<'_, PyConversation>,
             ) -> PyResult<Bound<'py, PyList>> {
                 self.encoder.encode(py, &conversation)
+            }
+
+            /// `encode`, with the ids kept by the core (`TokenIds`): no Python int per id
+            /// unless asked for, and their JSON written directly.
+            fn encode_ids(
+                &self,
+                py: Python<'_>,
+                conversation: PyRef<'_, PyConversation>,
+            ) -> PyResult<crate::ids::PyTokenIds> {
+                Ok(crate::ids::PyTokenIds::new(
+                    self.encoder.prompt_ids(py, &conversation)?,
+                ))
             }
         }
     };

@@ -76,3 +76,98 @@ impl<I: Iterator<Item = u32>> Iterator for Counted<I> {
 pub fn prompt_list<'py>(py: Python<'py>, ids: PromptIds) -> PyResult<Bound<'py, PyList>> {
     id_list_of(py, &ids.slices())
 }
+
+/// A prompt's token ids as the core holds them: `len()`, indexing and `tolist()` like a list,
+/// and `to_json()`, the JSON array for an engine's request body, written without making a
+/// Python int per id (a 300k-token agent turn is sent every turn).
+#[pyclass(
+    name = "TokenIds",
+    frozen,
+    sequence,
+    module = "deepseek_recipe._native"
+)]
+pub struct PyTokenIds {
+    ids: PromptIds,
+}
+
+impl PyTokenIds {
+    pub fn new(ids: PromptIds) -> Self {
+        Self { ids }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ids
+            .slices()
+            .into_iter()
+            .flat_map(|slice| slice.iter().copied())
+    }
+}
+
+#[pymethods]
+impl PyTokenIds {
+    fn __len__(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn __getitem__(&self, index: isize) -> PyResult<u32> {
+        let len = self.ids.len() as isize;
+        let at = if index < 0 { index + len } else { index };
+        if !(0..len).contains(&at) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(
+                "token index out of range",
+            ));
+        }
+        let mut at = at as usize;
+        for slice in self.ids.slices() {
+            match slice.get(at) {
+                Some(id) => return Ok(*id),
+                None => at -= slice.len(),
+            }
+        }
+        Err(pyo3::exceptions::PyIndexError::new_err(
+            "token index out of range",
+        ))
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.tolist(py)?.try_iter().map(Bound::into_any)
+    }
+
+    /// Equal to another `TokenIds` or to any sequence of the same ints.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        if let Ok(other) = other.cast::<PyTokenIds>() {
+            return self.iter().eq(other.get().iter());
+        }
+        match other.extract::<Vec<u32>>() {
+            Ok(ids) => self.ids.len() == ids.len() && self.iter().eq(ids.into_iter()),
+            Err(_) => false,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TokenIds(<{} ids>)", self.ids.len())
+    }
+
+    /// The ids as a new list.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        id_list_of(py, &self.ids.slices())
+    }
+
+    /// The JSON array of the ids (`[0,1,2]`), as bytes.
+    fn to_json<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        let json = py.detach(|| {
+            let mut out = Vec::with_capacity(self.ids.len() * 7 + 2);
+            out.push(b'[');
+            let mut digits = itoa::Buffer::new();
+            for (k, id) in self.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(digits.format(id).as_bytes());
+            }
+            out.push(b']');
+            out
+        });
+        pyo3::types::PyBytes::new(py, &json)
+    }
+}

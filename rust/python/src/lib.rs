@@ -61,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::PyChatCompletionRequest>()?;
     m.add_class::<protocol::PyResponsesRequest>()?;
     m.add_class::<protocol::PyMessagesRequest>()?;
+    m.add_function(wrap_pyfunction!(protocol::json_nesting_exceeds, m)?)?;
 
     m.add_class::<reply_messages::PyMessagesChunkGenerator>()?;
     m.add_class::<reply_messages::PyMessagesStreamEvent>()?;
@@ -75,6 +76,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoding::PyDeepseekV4Encoding>()?;
     m.add_class::<encoding::PyDeepseekV41Encoding>()?;
     m.add_class::<tokenizer::PyTokenizer>()?;
+    m.add_class::<ids::PyTokenIds>()?;
 
     m.add_class::<stream::PyPromptUsage>()?;
     m.add_class::<stream::PyInferenceFinishReason>()?;

@@ -143,3 +143,10 @@ request_class!(
     "An Anthropic Messages request body, shape-checked.",
     generator: crate::reply_messages::PyMessagesChunkGenerator
 );
+
+/// Whether a JSON request body nests arrays and objects deeper than `limit` (checked before
+/// parsing, for a limit below the parser's own 128).
+#[pyfunction]
+pub fn json_nesting_exceeds(py: Python<'_>, body: &[u8], limit: usize) -> bool {
+    py.detach(|| deepseek_protocol::intake::nesting_exceeds(body, limit))
+}

@@ -62,7 +62,11 @@ impl PyTokenizer {
     }
 
     /// The raw bytes of token `id` (`None` for an id outside the vocabulary).
-    fn token_bytes<'py>(&self, py: Python<'py>, id: u32) -> Option<Bound<'py, pyo3::types::PyBytes>> {
+    fn token_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        id: u32,
+    ) -> Option<Bound<'py, pyo3::types::PyBytes>> {
         self.inner
             .token_bytes(id)
             .map(|bytes| pyo3::types::PyBytes::new(py, bytes))
