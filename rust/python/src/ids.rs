@@ -159,13 +159,16 @@ impl PyTokenIds {
             let mut out = Vec::with_capacity(self.ids.len() * 7 + 2);
             out.push(b'[');
             let mut digits = itoa::Buffer::new();
-            for (k, id) in self.iter().enumerate() {
-                if k > 0 {
+            for slice in self.ids.slices() {
+                for &id in slice {
+                    out.extend_from_slice(digits.format(id).as_bytes());
                     out.push(b',');
                 }
-                out.extend_from_slice(digits.format(id).as_bytes());
             }
-            out.push(b']');
+            match out.last_mut() {
+                Some(last) if *last == b',' => *last = b']',
+                _ => out.push(b']'),
+            }
             out
         });
         pyo3::types::PyBytes::new(py, &json)
