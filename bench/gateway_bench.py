@@ -145,7 +145,7 @@ class Connection:
         if headers.get("transfer-encoding") == "chunked":
             while True:
                 size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
-                data = await self.reader.readexactly(size + 2)
+                await self.reader.readexactly(size + 2)
                 if ttfb is None and size:
                     ttfb = time.perf_counter() - start
                 if size == 0:
@@ -294,7 +294,6 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
 
 def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
     import workloads
-
     from deepseek_recipe.backends import GenerationRequest
     from deepseek_recipe.backends.completions import CompletionsBackend
 

@@ -15,44 +15,44 @@ GET      ``/metrics``                      Prometheus text format
 
 One request: authenticate, read the body under the size limit, prepare it off the event loop
 (conversion, rendering and encoding release the GIL), ask the engine, and turn its output into
-the protocol's events as it arrives. The engine's output is pumped by its own task into a small
-buffer, so waiting on it can time out or send keep-alive comments without disturbing it, and a
-third task watches for the client going away; whichever way the request ends, the engine's
-stream is closed in a shielded scope, which aborts its request.
+the protocol's events as it arrives (``exchange.py``).
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-import secrets
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import orjson
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from deepseek_recipe._native import ConversionError, ConversionOptions, Tokenizer, json_nesting_exceeds
-from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
-from deepseek_recipe.frontend import Decoder, Event, Frontend, PreparedRequest, Protocol
+from deepseek_recipe.backends import Backend
+from deepseek_recipe.frontend import Frontend, PreparedRequest, Protocol
+from deepseek_recipe.gateway.asgi import (
+    ASGIApp,
+    ClientGone,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    header,
+    request_id,
+    send_bytes,
+    send_json,
+)
 from deepseek_recipe.gateway.errors import GatewayError, public_message
+from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("deepseek_recipe.gateway")
 
@@ -68,41 +68,10 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
     "/health": ("GET", None),
     "/metrics": ("GET", None),
 }
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-_KEEPALIVE = b": keep-alive\n\n"
 # Bodies up to this size are prepared on the event loop: that takes tens of microseconds,
 # less than handing the work to a thread and back. Larger ones go to a worker thread.
 _INLINE_PREPARE_BYTES = 16 * 1024
 _PARSER_DEPTH = 128  # the request parser's own nesting limit (the reference's)
-
-
-class _ClientGone(Exception):
-    """The client disconnected; nothing more can be sent."""
-
-
-@dataclass
-class _Record:
-    """What one request did, for its log line and metrics (never its text)."""
-
-    protocol: Protocol
-    request_id: str
-    started: float = field(default_factory=time.perf_counter)
-    status: int = 200
-    stream: bool = False
-    model: str | None = None
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    prepare_seconds: float | None = None
-    ttft: float | None = None
-    finish: str | None = None
-    error: str | None = None
-    disconnected: bool = False
-    last_output: float | None = None
 
 
 class Gateway:
@@ -143,14 +112,14 @@ class Gateway:
         route = _ROUTES.get(scope.get("path", "")) if scope["type"] == "http" else None
         if route is None:
             if self.app is None:
-                await _send_json(send, 404, GatewayError("not_found", "Not found").body(None))
+                await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
             else:
                 await self.app(scope, receive, send)
             return
         method, protocol = route
         if scope["method"] != method:
             error = GatewayError("method_not_allowed", f"Method {scope['method']} is not allowed here")
-            await _send_json(send, 405, error.body(protocol), [(b"allow", method.encode())])
+            await send_json(send, 405, error.body(protocol), [(b"allow", method.encode())])
             return
         path = scope["path"]
         if path in _GENERATE:
@@ -160,10 +129,10 @@ class Gateway:
         elif path == "/v1/models":
             await self._models(scope, send)
         elif path == "/health":
-            await _send_json(send, 200, b'{"status":"ok"}')
+            await send_json(send, 200, b'{"status":"ok"}')
         else:
             body = await anyio.to_thread.run_sync(self.metrics.exposition)
-            await _send(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
+            await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
 
     async def aclose(self) -> None:
         """Close the backend's connections."""
@@ -193,7 +162,7 @@ class Gateway:
     # -- routes -----------------------------------------------------------------------------
 
     async def _models(self, scope: Scope, send: Send) -> None:
-        anthropic = _header(scope, b"anthropic-version") is not None
+        anthropic = header(scope, b"anthropic-version") is not None
         if not self._authorized(scope):
             await self._fail(send, "messages" if anthropic else None, _unauthorized())
             return
@@ -208,20 +177,20 @@ class Gateway:
         else:
             data = [{"id": n, "object": "model", "created": self._created, "owned_by": "deepseek"} for n in names]
             body = {"object": "list", "data": data}
-        await _send_json(send, 200, orjson.dumps(body))
+        await send_json(send, 200, orjson.dumps(body))
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
-        record = _Record("messages", _request_id(scope))
+        record = Record("messages", request_id(scope))
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
             body = await self._read_body(scope, receive)
             count = await anyio.to_thread.run_sync(self._count, body)
-            await _send_json(send, 200, orjson.dumps({"input_tokens": count}))
+            await send_json(send, 200, orjson.dumps({"input_tokens": count}))
         except GatewayError as error:
             record.status, record.error = error.status, error.kind
             await self._fail(send, "messages", error)
-        except _ClientGone:
+        except ClientGone:
             record.disconnected = True
 
     def _count(self, body: bytes) -> int:
@@ -231,10 +200,10 @@ class Gateway:
             raise GatewayError("invalid_request", str(error)) from None
 
     async def _generate(self, protocol: Protocol, scope: Scope, receive: Receive, send: Send) -> None:
-        record = _Record(protocol, _request_id(scope))
+        record = Record(protocol, request_id(scope))
         self._in_flight += 1
         self.metrics.running.inc()
-        exchange: _Exchange | None = None
+        exchange: Exchange | None = None
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
@@ -246,20 +215,20 @@ class Gateway:
             else:
                 prepared = await anyio.to_thread.run_sync(self._prepare, protocol, body, record)
             record.model, record.stream = prepared.model, prepared.stream
-            exchange = _Exchange(self, prepared, record, receive, send)
+            exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
             await exchange.run()
         except GatewayError as error:
             record.status, record.error = error.status, record.error or error.kind
             if exchange is None or not exchange.started:
                 await self._fail(send, protocol, error)
-        except _ClientGone:
+        except ClientGone:
             record.disconnected, record.status = True, 499
         finally:
             self._in_flight -= 1
             self.metrics.running.dec()
             self._finish(record)
 
-    def _prepare(self, protocol: Protocol, body: bytes, record: _Record) -> PreparedRequest:
+    def _prepare(self, protocol: Protocol, body: bytes, record: Record) -> PreparedRequest:
         start = time.perf_counter()
         depth = self.settings.max_json_depth
         if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
@@ -278,8 +247,8 @@ class Gateway:
     def _authorized(self, scope: Scope) -> bool:
         if not self._keys:
             return True
-        supplied = _header(scope, b"x-api-key")
-        authorization = _header(scope, b"authorization")
+        supplied = header(scope, b"x-api-key")
+        authorization = header(scope, b"authorization")
         if authorization is not None and authorization[:7].lower() == b"bearer ":
             supplied = authorization[7:].strip()
         if supplied is None:
@@ -291,7 +260,7 @@ class Gateway:
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
-        length = _header(scope, b"content-length")
+        length = header(scope, b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
         parts: list[bytes] = []
@@ -299,7 +268,7 @@ class Gateway:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _ClientGone
+                raise ClientGone
             part = message.get("body", b"")
             size += len(part)
             if size > limit:
@@ -310,11 +279,11 @@ class Gateway:
 
     async def _fail(self, send: Send, protocol: Protocol | None, error: GatewayError) -> None:
         try:
-            await _send_json(send, error.status, error.body(protocol))
+            await send_json(send, error.status, error.body(protocol))
         except OSError:
             pass
 
-    def _finish(self, record: _Record) -> None:
+    def _finish(self, record: Record) -> None:
         m, p = self.metrics, record.protocol
         elapsed = time.perf_counter() - record.started
         m.requests.labels(p, str(record.status)).inc()
@@ -350,248 +319,8 @@ class Gateway:
             logger.info(orjson.dumps(line).decode())
 
 
-class _Exchange:
-    """One prepared request against the engine: pump, watch, respond (see the module doc)."""
-
-    def __init__(self, gateway: Gateway, prepared: PreparedRequest, record: _Record, receive: Receive, send: Send):
-        self.gateway, self.settings = gateway, gateway.settings
-        self.prepared, self.record = prepared, record
-        self.receive, self._send = receive, send
-        self.decoder: Decoder = prepared.decoder()
-        self.started = False  # the HTTP response has begun
-        self.complete = False  # ... and ended
-        self._held: BackendError | None = None  # an engine error seen while draining ready chunks
-        self.deadline = record.started + self.settings.total_timeout
-
-    async def run(self) -> None:
-        outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
-        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id)
-        failure: GatewayError | _ClientGone | None = None
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._pump, request, outbox)
-                group.start_soon(self._watch, group.cancel_scope)
-                try:
-                    await self._respond(inbox)
-                except (GatewayError, _ClientGone) as error:  # raised here, not in a group
-                    failure = error
-                finally:
-                    group.cancel_scope.cancel()
-        finally:
-            self.decoder.close()
-            inbox.close()
-        if self.record.disconnected:
-            raise _ClientGone
-        if failure is not None:
-            raise failure
-
-    async def _pump(self, request: GenerationRequest, outbox: MemoryObjectSendStream[BackendChunk | BackendError]) -> None:
-        """The engine's chunks into ``outbox``; its stream is always closed, shielded."""
-        generator = self.gateway.backend.generate(request)
-        try:
-            async with outbox:
-                try:
-                    async for chunk in generator:
-                        await outbox.send(chunk)
-                except BackendError as error:
-                    await outbox.send(error)
-                except (anyio.get_cancelled_exc_class(), anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    raise
-                except Exception as error:  # a backend bug must not take the server down
-                    logger.exception("backend %s failed", self.gateway.backend.name)
-                    await outbox.send(BackendError("protocol", f"backend failed: {type(error).__name__}"))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-        finally:
-            with anyio.CancelScope(shield=True):
-                await generator.aclose()
-
-    async def _watch(self, scope: anyio.CancelScope) -> None:
-        """Cancel everything when the client disconnects."""
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                # Servers also report a disconnect once the response is complete.
-                self.record.disconnected = not self.complete
-                scope.cancel()
-                return
-
-    async def _respond(self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError]) -> None:
-        settings, decoder, record = self.settings, self.decoder, self.record
-        stream = self.prepared.stream
-        chunk = await self._next(inbox, settings.connect_timeout, "accept the request", keepalive=False)
-        if chunk is None:
-            raise self._backend_failed(BackendError("closed", "the engine closed the stream at once"))
-        record.prompt_tokens = len(self.prepared.prompt_ids)
-        if stream:
-            await self._start_stream()
-        decoding = False
-        batch = [chunk, *self._ready(inbox)]
-        while True:
-            events: list[Event] = []
-            for chunk in batch:
-                if chunk.prompt_tokens is not None:
-                    record.prompt_tokens = chunk.prompt_tokens
-                if chunk.cached_tokens is not None:
-                    record.cached_tokens = chunk.cached_tokens
-                if not decoding and (chunk.token_ids or chunk.text or chunk.finish_reason):
-                    # The first output: the engine has reported what it will about the prompt.
-                    decoding = True
-                    events += decoder.start(prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens)
-                if decoding:
-                    events += self._feed(chunk)
-                    if decoder.finished:
-                        break
-            await self._emit(events)  # everything that was ready, in one write
-            if decoder.finished:
-                break
-            waiting_for = "send its first token" if record.ttft is None else "send more output"
-            timeout = settings.first_token_timeout if record.ttft is None else settings.idle_timeout
-            try:
-                next_chunk = await self._next(inbox, timeout, waiting_for, keepalive=stream)
-                if next_chunk is None:
-                    raise self._backend_failed(BackendError("closed", "the engine ended its stream early"))
-            except GatewayError as error:
-                await self._stream_error(error)
-                return
-            batch = [next_chunk, *self._ready(inbox)]
-        if stream:
-            await self._write(decoder.sse_done())
-            await self._write(b"", more=False)
-        else:
-            body = decoder.response().encode()
-            self.started = self.complete = True
-            await _send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
-
-    def _feed(self, chunk: BackendChunk) -> list[Event]:
-        decoder, record = self.decoder, self.record
-        events: list[Event] = []
-        if chunk.token_ids or chunk.text:
-            now = time.perf_counter()
-            if record.ttft is None:
-                record.ttft = now - record.started
-                self.gateway.metrics.ttft.labels(record.protocol).observe(record.ttft)
-            elif record.last_output is not None:
-                self.gateway.metrics.itl.observe(now - record.last_output)
-            record.last_output = now
-        if chunk.token_ids:
-            record.completion_tokens += len(chunk.token_ids)
-            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs)
-        elif chunk.text:
-            record.completion_tokens += chunk.token_count
-            events += decoder.push_text(chunk.text, chunk.token_count)
-        if chunk.finish_reason is not None and not decoder.finished:
-            record.finish = chunk.finish_reason
-            events += decoder.finish(chunk.finish_reason)
-        elif decoder.finished and record.finish is None:
-            record.finish = "stop_sequence"
-        return events
-
-    def _ready(self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError]) -> list[BackendChunk]:
-        """The chunks already waiting (an error or the end stays for :meth:`_next` to report)."""
-        ready: list[BackendChunk] = []
-        while self._held is None:
-            try:
-                item = inbox.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                break
-            if isinstance(item, BackendError):
-                self._held = item
-            else:
-                ready.append(item)
-        return ready
-
-    async def _next(
-        self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError], timeout: float, doing: str, *, keepalive: bool
-    ) -> BackendChunk | None:
-        """The next chunk (``None`` at the end of the engine's stream), within ``timeout``."""
-        if self._held is not None:
-            raise self._backend_failed(self._held)
-        deadline = min(time.perf_counter() + timeout, self.deadline)
-        while True:
-            wait = deadline - time.perf_counter()
-            if keepalive:
-                wait = min(wait, self.settings.keepalive_interval)
-            item: BackendChunk | BackendError | None = None
-            with anyio.move_on_after(max(wait, 0)) as scope:
-                try:
-                    item = await inbox.receive()
-                except anyio.EndOfStream:
-                    return None
-            if not scope.cancelled_caught:
-                if isinstance(item, BackendError):
-                    raise self._backend_failed(item)
-                return item
-            if time.perf_counter() >= deadline:
-                raise self._backend_failed(BackendError("timeout", f"the engine did not {doing} in time"))
-            await self._write(_KEEPALIVE)
-
-    def _backend_failed(self, error: BackendError) -> GatewayError:
-        self.gateway.metrics.backend_errors.labels(error.kind).inc()
-        self.record.error = f"backend_{error.kind}"
-        kind = {"timeout": "backend_timeout", "connect": "backend_unavailable", "overloaded": "backend_unavailable"}
-        return GatewayError(kind.get(error.kind, "backend"), f"Inference backend error: {error}")  # type: ignore[arg-type]
-
-    async def _stream_error(self, error: GatewayError) -> None:
-        """End a started stream with the protocol's error event; before that, fail normally."""
-        if not self.started:
-            raise error
-        self.record.status = error.status
-        await self._write(error.sse(self.prepared.protocol, self.decoder.events_sent))
-        await self._write(b"", more=False)
-
-    async def _start_stream(self) -> None:
-        headers = [*_SSE_HEADERS, (b"x-request-id", self.record.request_id.encode())]
-        await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
-        self.started = True
-
-    async def _emit(self, events: list[Event]) -> None:
-        if not events:
-            return
-        if self.prepared.stream:
-            await self._write(self.decoder.sse(events))
-        else:
-            self.decoder.accumulate(events)
-
-    async def _write(self, data: bytes, *, more: bool = True) -> None:
-        if self.started:
-            self.complete = not more
-            await self._raw_send({"type": "http.response.body", "body": data, "more_body": more})
-
-    async def _raw_send(self, message: Message) -> None:
-        try:
-            await self._send(message)
-        except OSError:
-            self.record.disconnected = True
-            raise _ClientGone from None
-
-
 def _unauthorized() -> GatewayError:
     return GatewayError("authentication", "Invalid or missing API key")
-
-
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value)
-    return None
-
-
-def _request_id(scope: Scope) -> str:
-    supplied = _header(scope, b"x-request-id")
-    if supplied is not None and 0 < len(supplied) <= 64 and supplied.isascii() and supplied.isalnum():
-        return supplied.decode()
-    return secrets.token_hex(8)
-
-
-async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _send(send, status, body, [(b"content-type", b"application/json"), *(headers or [])])
 
 
 # -- construction ------------------------------------------------------------------------------

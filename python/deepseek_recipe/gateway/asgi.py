@@ -1,0 +1,41 @@
+"""The few ASGI pieces the gateway needs: message types, headers, whole responses."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class ClientGone(Exception):
+    """The client disconnected; nothing more can be sent."""
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def request_id(scope: Scope) -> str:
+    supplied = header(scope, b"x-request-id")
+    if supplied is not None and 0 < len(supplied) <= 64 and supplied.isascii() and supplied.isalnum():
+        return supplied.decode()
+    return secrets.token_hex(8)
+
+
+async def send_bytes(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send_bytes(send, status, body, [(b"content-type", b"application/json"), *(headers or [])])

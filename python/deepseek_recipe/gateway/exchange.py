@@ -1,0 +1,279 @@
+"""One prepared request against the engine, from its acceptance to the client's last byte.
+
+The engine's output is pumped by a task of its own into a small buffer, so waiting on it can
+time out or send keep-alive comments without disturbing it; a second task watches for the
+client going away; whichever way the request ends, the engine's stream is closed in a
+shielded scope, which aborts its request. Chunks that are already waiting are decoded
+together and written at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
+from deepseek_recipe.frontend import Decoder, Event, PreparedRequest, Protocol
+from deepseek_recipe.gateway.asgi import ClientGone, Message, Receive, Send, send_json
+from deepseek_recipe.gateway.errors import GatewayError
+from deepseek_recipe.gateway.metrics import Metrics
+from deepseek_recipe.gateway.settings import GatewaySettings
+
+logger = logging.getLogger("deepseek_recipe.gateway")
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+KEEPALIVE = b": keep-alive\n\n"
+
+
+@dataclass
+class Record:
+    """What one request did, for its log line and metrics (never its text)."""
+
+    protocol: Protocol
+    request_id: str
+    started: float = field(default_factory=time.perf_counter)
+    status: int = 200
+    stream: bool = False
+    model: str | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    prepare_seconds: float | None = None
+    ttft: float | None = None
+    finish: str | None = None
+    error: str | None = None
+    disconnected: bool = False
+    last_output: float | None = None
+
+
+class Exchange:
+    """One prepared request against the engine: pump, watch, respond (see the module doc)."""
+
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        backend: Backend,
+        metrics: Metrics,
+        prepared: PreparedRequest,
+        record: Record,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        self.settings, self.backend, self.metrics = settings, backend, metrics
+        self.prepared, self.record = prepared, record
+        self.receive, self._send = receive, send
+        self.decoder: Decoder = prepared.decoder()
+        self.started = False  # the HTTP response has begun
+        self.complete = False  # ... and ended
+        self._held: BackendError | None = None  # an engine error seen while draining ready chunks
+        self.deadline = record.started + self.settings.total_timeout
+
+    async def run(self) -> None:
+        outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
+        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id)
+        failure: GatewayError | ClientGone | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._pump, request, outbox)
+                group.start_soon(self._watch, group.cancel_scope)
+                try:
+                    await self._respond(inbox)
+                except (GatewayError, ClientGone) as error:  # raised here, not in a group
+                    failure = error
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            self.decoder.close()
+            inbox.close()
+        if self.record.disconnected:
+            raise ClientGone
+        if failure is not None:
+            raise failure
+
+    async def _pump(self, request: GenerationRequest, outbox: MemoryObjectSendStream[BackendChunk | BackendError]) -> None:
+        """The engine's chunks into ``outbox``; its stream is always closed, shielded."""
+        generator = self.backend.generate(request)
+        try:
+            async with outbox:
+                try:
+                    async for chunk in generator:
+                        await outbox.send(chunk)
+                except BackendError as error:
+                    await outbox.send(error)
+                except (anyio.get_cancelled_exc_class(), anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    raise
+                except Exception as error:  # a backend bug must not take the server down
+                    logger.exception("backend %s failed", self.backend.name)
+                    await outbox.send(BackendError("protocol", f"backend failed: {type(error).__name__}"))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            with anyio.CancelScope(shield=True):
+                await generator.aclose()
+
+    async def _watch(self, scope: anyio.CancelScope) -> None:
+        """Cancel everything when the client disconnects."""
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                # Servers also report a disconnect once the response is complete.
+                self.record.disconnected = not self.complete
+                scope.cancel()
+                return
+
+    async def _respond(self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError]) -> None:
+        settings, decoder, record = self.settings, self.decoder, self.record
+        stream = self.prepared.stream
+        chunk = await self._next(inbox, settings.connect_timeout, "accept the request", keepalive=False)
+        if chunk is None:
+            raise self._backend_failed(BackendError("closed", "the engine closed the stream at once"))
+        record.prompt_tokens = len(self.prepared.prompt_ids)
+        if stream:
+            await self._start_stream()
+        decoding = False
+        batch = [chunk, *self._ready(inbox)]
+        while True:
+            events: list[Event] = []
+            for chunk in batch:
+                if chunk.prompt_tokens is not None:
+                    record.prompt_tokens = chunk.prompt_tokens
+                if chunk.cached_tokens is not None:
+                    record.cached_tokens = chunk.cached_tokens
+                if not decoding and (chunk.token_ids or chunk.text or chunk.finish_reason):
+                    # The first output: the engine has reported what it will about the prompt.
+                    decoding = True
+                    events += decoder.start(prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens)
+                if decoding:
+                    events += self._feed(chunk)
+                    if decoder.finished:
+                        break
+            await self._emit(events)  # everything that was ready, in one write
+            if decoder.finished:
+                break
+            waiting_for = "send its first token" if record.ttft is None else "send more output"
+            timeout = settings.first_token_timeout if record.ttft is None else settings.idle_timeout
+            try:
+                next_chunk = await self._next(inbox, timeout, waiting_for, keepalive=stream)
+                if next_chunk is None:
+                    raise self._backend_failed(BackendError("closed", "the engine ended its stream early"))
+            except GatewayError as error:
+                await self._stream_error(error)
+                return
+            batch = [next_chunk, *self._ready(inbox)]
+        if stream:
+            await self._write(decoder.sse_done())
+            await self._write(b"", more=False)
+        else:
+            body = decoder.response().encode()
+            self.started = self.complete = True
+            await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
+
+    def _feed(self, chunk: BackendChunk) -> list[Event]:
+        decoder, record = self.decoder, self.record
+        events: list[Event] = []
+        if chunk.token_ids or chunk.text:
+            now = time.perf_counter()
+            if record.ttft is None:
+                record.ttft = now - record.started
+                self.metrics.ttft.labels(record.protocol).observe(record.ttft)
+            elif record.last_output is not None:
+                self.metrics.itl.observe(now - record.last_output)
+            record.last_output = now
+        if chunk.token_ids:
+            record.completion_tokens += len(chunk.token_ids)
+            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs)
+        elif chunk.text:
+            record.completion_tokens += chunk.token_count
+            events += decoder.push_text(chunk.text, chunk.token_count)
+        if chunk.finish_reason is not None and not decoder.finished:
+            record.finish = chunk.finish_reason
+            events += decoder.finish(chunk.finish_reason)
+        elif decoder.finished and record.finish is None:
+            record.finish = "stop_sequence"
+        return events
+
+    def _ready(self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError]) -> list[BackendChunk]:
+        """The chunks already waiting (an error or the end stays for :meth:`_next` to report)."""
+        ready: list[BackendChunk] = []
+        while self._held is None:
+            try:
+                item = inbox.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+            if isinstance(item, BackendError):
+                self._held = item
+            else:
+                ready.append(item)
+        return ready
+
+    async def _next(
+        self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError], timeout: float, doing: str, *, keepalive: bool
+    ) -> BackendChunk | None:
+        """The next chunk (``None`` at the end of the engine's stream), within ``timeout``."""
+        if self._held is not None:
+            raise self._backend_failed(self._held)
+        deadline = min(time.perf_counter() + timeout, self.deadline)
+        while True:
+            wait = deadline - time.perf_counter()
+            if keepalive:
+                wait = min(wait, self.settings.keepalive_interval)
+            item: BackendChunk | BackendError | None = None
+            with anyio.move_on_after(max(wait, 0)) as scope:
+                try:
+                    item = await inbox.receive()
+                except anyio.EndOfStream:
+                    return None
+            if not scope.cancelled_caught:
+                if isinstance(item, BackendError):
+                    raise self._backend_failed(item)
+                return item
+            if time.perf_counter() >= deadline:
+                raise self._backend_failed(BackendError("timeout", f"the engine did not {doing} in time"))
+            await self._write(KEEPALIVE)
+
+    def _backend_failed(self, error: BackendError) -> GatewayError:
+        self.metrics.backend_errors.labels(error.kind).inc()
+        self.record.error = f"backend_{error.kind}"
+        kind = {"timeout": "backend_timeout", "connect": "backend_unavailable", "overloaded": "backend_unavailable"}
+        return GatewayError(kind.get(error.kind, "backend"), f"Inference backend error: {error}")  # type: ignore[arg-type]
+
+    async def _stream_error(self, error: GatewayError) -> None:
+        """End a started stream with the protocol's error event; before that, fail normally."""
+        if not self.started:
+            raise error
+        self.record.status = error.status
+        await self._write(error.sse(self.prepared.protocol, self.decoder.events_sent))
+        await self._write(b"", more=False)
+
+    async def _start_stream(self) -> None:
+        headers = [*SSE_HEADERS, (b"x-request-id", self.record.request_id.encode())]
+        await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
+        self.started = True
+
+    async def _emit(self, events: list[Event]) -> None:
+        if not events:
+            return
+        if self.prepared.stream:
+            await self._write(self.decoder.sse(events))
+        else:
+            self.decoder.accumulate(events)
+
+    async def _write(self, data: bytes, *, more: bool = True) -> None:
+        if self.started:
+            self.complete = not more
+            await self._raw_send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _raw_send(self, message: Message) -> None:
+        try:
+            await self._send(message)
+        except OSError:
+            self.record.disconnected = True
+            raise ClientGone from None
