@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -152,15 +151,14 @@ def run_gateway(settings: Any) -> None:
 
     from deepseek_recipe.gateway import create_app
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per engine call is noise
     # Keep-alive outlives a load balancer's idle timeout (60 s on the common ones), so the
     # balancer never reuses a connection the server is closing.
     common: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "access_log": False,
+        "access_log": False,  # the gateway writes its own line per request
         "log_level": "info",
+        "log_config": _log_config(),
         "timeout_keep_alive": 75,
     }
     if settings.workers == 1:
@@ -177,6 +175,21 @@ def run_gateway(settings: Any) -> None:
     os.environ["DEEPSEEK_RECIPE_API_KEYS"] = ",".join(k.get_secret_value() for k in settings.api_keys)
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="deepseek-recipe-metrics-"))
     uvicorn.run("deepseek_recipe.gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, plus the gateway's request lines (JSON, as they are) on stderr; applied
+    in every worker process."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["line"] = {"format": "%(message)s"}
+    config["handlers"]["lines"] = {"formatter": "line", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
+    config["loggers"]["deepseek_recipe"] = {"handlers": ["lines"], "level": "INFO", "propagate": False}
+    config["loggers"]["httpx"] = {"level": "WARNING"}  # a line per engine call is noise
+    return config
 
 
 def _env_value(value: Any) -> str:
