@@ -246,7 +246,7 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                 content,
                 token_count,
             } => {
-                self.completion_tokens = self.completion_tokens.saturating_add(token_count);
+                self.completion_tokens = self.completion_tokens.wrapping_add(token_count);
                 self.parse_piece(&content, Vec::new(), out);
             }
             InferenceChunk::Tokens {
@@ -339,7 +339,7 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         if pieces.is_empty() {
             return;
         }
-        self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
+        self.completion_tokens = self.completion_tokens.wrapping_add(self.held_tokens);
         self.held_tokens = 0;
         self.ensure_started(out);
         for piece in &pieces {

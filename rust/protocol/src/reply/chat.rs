@@ -523,7 +523,7 @@ fn write_choice(out: &mut String, choice: &Choice) {
 }
 
 fn push_usage(out: &mut String, usage: &ChatUsage) {
-    let total = usage.prompt_tokens.saturating_add(usage.completion_tokens);
+    let total = usage.prompt_tokens.wrapping_add(usage.completion_tokens);
     let miss = usage.prompt_tokens.saturating_sub(usage.cached_tokens);
     let _ = write!(
         out,
