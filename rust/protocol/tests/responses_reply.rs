@@ -103,7 +103,7 @@ fn replay(example: &Value) -> Vec<ResponsesStreamEvent> {
                         out: &mut Vec<ResponsesStreamEvent>| {
         for event in events {
             match event {
-                ParseEvent::Text { segment, text } => emitter.text(segment, &text, None, out),
+                ParseEvent::Text { segment, text, .. } => emitter.text(segment, &text, None, out),
                 ParseEvent::ToolCallStart { index, name } => {
                     tool_calls = true;
                     emitter.tool_call_start(index, &ids[index], &name, out);

@@ -42,25 +42,18 @@ pub enum ParseEvent {
     Text {
         segment: Segment,
         text: String,
+        /// The input piece the text came from (see [`Parser::next_origin`]): a caller that
+        /// knows which tokens made each piece attributes their logprobs by it.
+        origin: u64,
     },
     /// A tool call's name is complete (emitted the moment its closing quote is parsed).
-    ToolCallStart {
-        index: usize,
-        name: String,
-    },
+    ToolCallStart { index: usize, name: String },
     /// A fragment of the call's argument JSON.
-    ToolCallArguments {
-        index: usize,
-        fragment: String,
-    },
+    ToolCallArguments { index: usize, fragment: String },
     /// The invoke closed (`</｜DSML｜ invoke>` or the end of input inside it).
-    ToolCallEnd {
-        index: usize,
-    },
+    ToolCallEnd { index: usize },
     /// A stop sequence matched in content; the stream is complete.
-    StopSequence {
-        sequence: String,
-    },
+    StopSequence { sequence: String },
 }
 
 /// The markers, in the order of [`Parser::patterns`]; stop sequence `i` is `FIRST_STOP + i`.
@@ -202,10 +195,12 @@ enum Body {
     Event { event: ParseEvent, sticky: bool },
 }
 
-/// One pending output and the stream position where it starts.
+/// One pending output, the stream position where it starts, and the input piece it came
+/// from (non-decreasing along the queue).
 #[derive(Debug)]
 struct Piece {
     start: u64,
+    origin: u64,
     body: Body,
 }
 
@@ -253,6 +248,11 @@ pub struct Parser {
     marker_in_push: bool,
     /// The current push is token input (see [`Decoded`]): spelled special markers are off.
     token_mode: bool,
+    /// The input piece being parsed, and the number the next one gets.
+    origin: u64,
+    next_origin: u64,
+    /// The input piece in which a stop sequence matched.
+    stopped_at: Option<u64>,
     /// The spelling of the special-token symbol being fed.
     symbol_text: Vec<u8>,
     special_tokens: SpecialTokens,
@@ -403,6 +403,9 @@ impl Parser {
             push_start: 0,
             marker_in_push: false,
             token_mode: false,
+            origin: 0,
+            next_origin: 0,
+            stopped_at: None,
             symbol_text: Vec::new(),
             special_tokens: options.special_tokens.clone(),
             name: Vec::new(),
@@ -448,12 +451,16 @@ impl Parser {
     }
 
     fn push_decoded(&mut self, pieces: &[Decoded<'_>], out: &mut Vec<ParseEvent>) {
+        let first = self.next_origin;
+        self.next_origin += pieces.len() as u64;
         if self.done {
             return;
         }
-        self.run_open = false;
         self.push_start = self.pos;
-        for piece in pieces {
+        for (origin, piece) in (first..).zip(pieces) {
+            // Each input piece is an origin of its own: its text starts a new run.
+            self.run_open = false;
+            self.origin = origin;
             match *piece {
                 Decoded::Text(text) => {
                     for &byte in text.as_bytes() {
@@ -501,6 +508,27 @@ impl Parser {
             self.in_call = false;
         }
         self.done = true;
+    }
+
+    /// The origin the next input piece gets. Pieces are numbered from 0 in the order they
+    /// are pushed: one per [`Parser::push`], one per element of [`Parser::push_tokens`]
+    /// (also when the parser is done and ignores them).
+    pub fn next_origin(&self) -> u64 {
+        self.next_origin
+    }
+
+    /// The oldest origin whose text may still be released; every origin before it has
+    /// produced all its events.
+    pub fn oldest_pending_origin(&self) -> u64 {
+        self.pending
+            .front()
+            .map_or(self.next_origin, |piece| piece.origin)
+    }
+
+    /// The origin of the input piece in which a stop sequence matched, if one did: pieces
+    /// after it were not looked at (the reference stops counting their tokens there too).
+    pub fn stopped_at(&self) -> Option<u64> {
+        self.stopped_at
     }
 
     /// True once the tool-call block closed, a stop sequence matched, or [`Parser::finish`]
@@ -564,6 +592,7 @@ impl Parser {
                 let bytes = self.symbol_text.clone();
                 self.pending.push_back(Piece {
                     start: self.pos - 1,
+                    origin: self.origin,
                     body: Body::Text {
                         out: kind,
                         bytes,
@@ -636,6 +665,7 @@ impl Parser {
         }
         self.pending.push_back(Piece {
             start: self.pos - 1,
+            origin: self.origin,
             body: Body::Text {
                 out: kind,
                 bytes: vec![byte],
@@ -650,6 +680,7 @@ impl Parser {
         let sticky = self.marker_in_push;
         self.pending.push_back(Piece {
             start: self.pos,
+            origin: self.origin,
             body: Body::Event { event, sticky },
         });
         self.run_open = false;
@@ -771,6 +802,7 @@ impl Parser {
                 self.produce(ParseEvent::Text {
                     segment: Segment::Content,
                     text: text.to_owned(),
+                    origin: self.origin,
                 });
                 self.stage = Stage::Content(Json::Inside);
             }
@@ -830,6 +862,7 @@ impl Parser {
                     .cloned()
                     .unwrap_or_default();
                 out.push(ParseEvent::StopSequence { sequence });
+                self.stopped_at = Some(self.origin);
                 self.stage = Stage::Done;
                 self.done = true;
             }
@@ -874,18 +907,22 @@ impl Parser {
         self.work += bytes.len() as u64;
         let text = String::from_utf8_lossy(&bytes);
         let index = self.call_index;
+        let origin = piece.origin;
         out.push(match kind {
             Out::Reasoning => ParseEvent::Text {
                 segment: Segment::Reasoning,
                 text: text.into_owned(),
+                origin,
             },
             Out::Content => ParseEvent::Text {
                 segment: Segment::Content,
                 text: text.into_owned(),
+                origin,
             },
             Out::Space => ParseEvent::Text {
                 segment: Segment::Content,
                 text: " ".to_owned(),
+                origin,
             },
             Out::StringValue => {
                 let mut fragment = String::with_capacity(text.len() + 2);
