@@ -256,6 +256,12 @@ pub struct Parser {
     /// The spelling of the special-token symbol being fed.
     symbol_text: Vec<u8>,
     special_tokens: SpecialTokens,
+    /// Per special-token marker (`THINK_END..=BLOCK_END_V41`): the length of its plain
+    /// prefix (`<`, `</`) and of the special token's spelling in it.
+    twin_shapes: [(usize, usize); 5],
+    /// Bit `m`: the switch to token input just cut a partial spelling of marker `m`'s
+    /// special token (see [`Parser::set_token_mode`]); cleared by the next byte.
+    cut_spellings: u8,
     /// The invoke name being read.
     name: Vec<u8>,
     /// Index of the open call, or of the next one.
@@ -408,6 +414,14 @@ impl Parser {
             stopped_at: None,
             symbol_text: Vec::new(),
             special_tokens: options.special_tokens.clone(),
+            cut_spellings: 0,
+            twin_shapes: [
+                (0, think_end.len()),
+                (1, dsml.len()),
+                (2, dsml.len()),
+                (2, dsml.len()),
+                (2, dsml.len()),
+            ],
             name: Vec::new(),
             call_index: 0,
             in_call: false,
@@ -429,25 +443,51 @@ impl Parser {
         self.push_decoded(pieces, out);
     }
 
-    /// Switch between text and token input. A partial match of a marker the new input does not
-    /// watch is forgotten (mixing both kinds of chunk inside one marker is not supported).
+    /// Switch between text and token input. Each special-token marker hands its partial
+    /// match to its twin, as the reference, which matches on special tokens in both kinds of
+    /// input (spelled ones it recognises inside text), does: a plain prefix (`<`, `</`) and
+    /// the newlines before it carry over, and so does a completed special token with the
+    /// plain text after it; a spelling cut by the switch is only text and is forgotten
+    /// (`a</th` as text then `ink>` as tokens is no marker), though it still keeps a newline
+    /// that follows it, as a partial match that a newline breaks does (`<` as text, then
+    /// `⏎⏎</think>` as tokens eats one newline).
     fn set_token_mode(&mut self, token_mode: bool) {
-        if self.token_mode != token_mode {
+        if self.token_mode == token_mode {
+            return;
+        }
+        for (marker, (plain, spelling)) in self.twin_shapes.into_iter().enumerate() {
             let (from, to) = if token_mode {
-                (THINK_END, BLOCK_END_V41)
+                (marker, SYMBOLIC + marker)
             } else {
-                (SYMBOLIC, FIRST_STOP - 1)
+                (SYMBOLIC + marker, marker)
             };
-            for marker in from..=to {
-                if let Some(state) = self.states.get_mut(marker) {
-                    *state = 0;
+            let state = self.states.get(from).copied().unwrap_or(0);
+            let newlines = self.newlines.get(from).copied().unwrap_or(0);
+            let carried = if state <= plain {
+                state
+            } else if !token_mode {
+                state - 1 + spelling // past the symbol: past the whole spelling
+            } else if state >= plain + spelling {
+                state + 1 - spelling
+            } else {
+                0 // inside the spelling: only text
+            };
+            let newlines = if state > 0 && carried == 0 {
+                self.cut_spellings |= 1 << marker;
+                0
+            } else {
+                newlines
+            };
+            for (index, value, count) in [(from, 0, 0), (to, carried, newlines)] {
+                if let Some(slot) = self.states.get_mut(index) {
+                    *slot = value;
                 }
-                if let Some(count) = self.newlines.get_mut(marker) {
-                    *count = 0;
+                if let Some(slot) = self.newlines.get_mut(index) {
+                    *slot = count;
                 }
             }
-            self.token_mode = token_mode;
         }
+        self.token_mode = token_mode;
     }
 
     fn push_decoded(&mut self, pieces: &[Decoded<'_>], out: &mut Vec<ParseEvent>) {
@@ -608,6 +648,7 @@ impl Parser {
         } else if self.stage == Stage::InvokeName && byte != b'"' {
             self.name.push(byte);
         }
+        let cut = std::mem::take(&mut self.cut_spellings);
         let mut hit = None;
         for index in 0..self.rules().len() {
             let Some(rule) = self.rules().get(index).copied() else {
@@ -631,8 +672,12 @@ impl Parser {
                 *slot = next;
             }
             if rule.eats_newlines {
+                // A spelling cut by a switch to token input was a partial match the byte
+                // after it breaks: like any breaking newline, that byte is not eaten.
+                let cut_before = (SYMBOLIC..FIRST_STOP).contains(&rule.marker)
+                    && cut & (1 << (rule.marker - SYMBOLIC)) != 0;
                 if let Some(count) = self.newlines.get_mut(rule.marker) {
-                    if byte == b'\n' && state == 0 && next == 0 {
+                    if byte == b'\n' && state == 0 && next == 0 && !cut_before {
                         *count += 1;
                     } else if next != state + 1 {
                         *count = 0;
@@ -876,6 +921,7 @@ impl Parser {
         self.work += self.states.len() as u64;
         self.states.iter_mut().for_each(|s| *s = 0);
         self.newlines.iter_mut().for_each(|n| *n = 0);
+        self.cut_spellings = 0;
     }
 
     /// Turn one pending piece into its event, text cut at stream position `cut`.

@@ -634,6 +634,38 @@ fn settled_text_is_not_held_back() {
                 vec!["finish Ended tools=false completion=1 reasoning=Some(1)"],
             ],
         ),
+        (
+            "a newline from a token chunk goes with </think> in a text chunk",
+            processor(true, true),
+            vec![tokens(&[13, 12]), text("</think>x")],
+            vec![
+                vec!["start 0 0 None"],
+                vec!["reasoning \"r\"", "content \"x\""],
+                vec!["finish Ended tools=false completion=3 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a newline from a text chunk goes with the </think> token",
+            processor(true, true),
+            vec![text("r\n"), tokens(&[12]), tokens(&[100]), text("x")],
+            vec![
+                vec!["start 0 0 None"],
+                vec![],
+                vec!["reasoning \"r\""],
+                vec!["content \"x\""],
+                vec!["finish Ended tools=false completion=4 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a spelling cut by the switch to tokens keeps the newline that breaks it",
+            processor(true, true),
+            vec![text("r<"), tokens(&[12, 12, 100, 14])],
+            vec![
+                vec!["start 0 0 None"],
+                vec!["reasoning \"r<\"", "reasoning \"\\n\"", "content \"x\""],
+                vec!["finish Ended tools=false completion=5 reasoning=Some(1)"],
+            ],
+        ),
     ];
     for (name, processor, chunks, expected) in cases {
         assert_eq!(run_pushes(processor, chunks), expected, "{name}");
