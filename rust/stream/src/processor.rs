@@ -485,28 +485,20 @@ fn describe<V: Vocabulary>(vocabulary: &V, id: u32) -> (String, Vec<u8>) {
     (escape_invalid_utf8(&bytes), bytes)
 }
 
-/// Bytes as text, each byte of an invalid or incomplete UTF-8 sequence written `\xNN`.
+/// Bytes as text; bytes that are not valid UTF-8 as a whole are written `\xNN` each, the
+/// valid ones too (the reference spells the token ` \xd0` as `\x20\xd0`).
 pub fn escape_invalid_utf8(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                text.push_str(valid);
-                break;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => {
+            use std::fmt::Write as _;
+            let mut text = String::with_capacity(bytes.len() * 4);
+            for byte in bytes {
+                let _ = write!(text, "\\x{byte:02x}");
             }
-            Err(error) => {
-                let (good, bad) = rest.split_at(error.valid_up_to());
-                text.push_str(std::str::from_utf8(good).unwrap_or_default());
-                let len = error.error_len().unwrap_or(bad.len()).max(1).min(bad.len());
-                for byte in bad.iter().take(len) {
-                    text.push_str(&format!("\\x{byte:02x}"));
-                }
-                rest = bad.get(len..).unwrap_or_default();
-            }
+            text
         }
     }
-    text
 }
 
 /// Tool-call ids: `call_<NN>_[ET_]<20 alphanumerics><4 digits>` (behavior.md §10.9).

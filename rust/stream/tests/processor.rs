@@ -527,13 +527,18 @@ fn tool_call_ids_have_the_reference_shape() {
     }
 }
 
+/// A token whose bytes are not valid UTF-8 is written byte by byte, its valid bytes too
+/// (recorded from the wheel: the vocabulary's ` \xd0` is `\x20\xd0`, `о\xd0` is
+/// `\xd0\xbe\xd0`).
 #[test]
 fn invalid_utf8_is_escaped_byte_by_byte() {
-    let table: [(&[u8], &str); 4] = [
+    let table: [(&[u8], &str); 6] = [
         (b"abc", "abc"),
+        ("é".as_bytes(), "é"),
         (&[0xf0, 0x9f], "\\xf0\\x9f"),
         (&[0xab], "\\xab"),
-        (&[b'a', 0xe5, 0xbc, b'b'], "a\\xe5\\xbcb"),
+        (&[b' ', 0xd0], "\\x20\\xd0"),
+        (&[0xd0, 0xbe, 0xd0], "\\xd0\\xbe\\xd0"),
     ];
     for (bytes, expected) in table {
         assert_eq!(escape_invalid_utf8(bytes), expected);
