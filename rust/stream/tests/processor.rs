@@ -562,6 +562,14 @@ fn run_pushes(
     calls
 }
 
+/// (name, processor, chunks, expected lines of each push and of `finish()`)
+type PushCase = (
+    &'static str,
+    StreamProcessor<Recorder, Vocab>,
+    Vec<InferenceChunk>,
+    Vec<Vec<&'static str>>,
+);
+
 /// Text that a special token settled comes out in that push, and counts, even when the
 /// chunk goes on into an incomplete character; text and token chunks interleave as if the
 /// input were one kind. Recorded from the wheel with the real vocabulary (`hello` for `r`,
@@ -577,12 +585,7 @@ fn settled_text_is_not_held_back() {
     let with = |options: ParsingOptions| {
         StreamProcessor::new(Recorder, &options, true, Some(Vocab::new())).with_id_seed(7)
     };
-    let cases: Vec<(
-        &str,
-        StreamProcessor<Recorder, Vocab>,
-        Vec<InferenceChunk>,
-        Vec<Vec<&str>>,
-    )> = vec![
+    let cases: Vec<PushCase> = vec![
         (
             "reasoning before </think> comes out in that push; the character after it waits",
             processor(true, true),
