@@ -165,6 +165,16 @@ struct Rules {
     value: Vec<Rule>,
 }
 
+/// A marker's partial spelling cut by a switch to token input: its length, the newlines
+/// before it, and whether the special token itself would complete the marker (the rest of
+/// the marker is a prefix of the token's spelling: `<｜DSML` then the `｜DSML｜` token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cut {
+    partial: usize,
+    newlines: u64,
+    completed_by_token: bool,
+}
+
 /// What held or running text turns into when it is released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Out {
@@ -259,9 +269,9 @@ pub struct Parser {
     /// Per special-token marker (`THINK_END..=BLOCK_END_V41`): the length of its plain
     /// prefix (`<`, `</`) and of the special token's spelling in it.
     twin_shapes: [(usize, usize); 5],
-    /// Bit `m`: the switch to token input just cut a partial spelling of marker `m`'s
-    /// special token (see [`Parser::set_token_mode`]); cleared by the next byte.
-    cut_spellings: u8,
+    /// Per special-token marker: the partial spelling that the switch to token input just
+    /// cut (see [`Parser::set_token_mode`]); cleared by the next byte.
+    cut: [Option<Cut>; 5],
     /// The invoke name being read.
     name: Vec<u8>,
     /// Index of the open call, or of the next one.
@@ -414,7 +424,7 @@ impl Parser {
             stopped_at: None,
             symbol_text: Vec::new(),
             special_tokens: options.special_tokens.clone(),
-            cut_spellings: 0,
+            cut: [None; 5],
             twin_shapes: [
                 (0, think_end.len()),
                 (1, dsml.len()),
@@ -450,7 +460,9 @@ impl Parser {
     /// plain text after it; a spelling cut by the switch is only text and is forgotten
     /// (`a</th` as text then `ink>` as tokens is no marker), though it still keeps a newline
     /// that follows it, as a partial match that a newline breaks does (`<` as text, then
-    /// `⏎⏎</think>` as tokens eats one newline).
+    /// `⏎⏎</think>` as tokens eats one newline), and the special token can still finish it
+    /// right away when the rest of the marker is a prefix of its spelling (`<｜DSML` as text,
+    /// then the `｜DSML｜` token, starts a tool-call block).
     fn set_token_mode(&mut self, token_mode: bool) {
         if self.token_mode == token_mode {
             return;
@@ -473,7 +485,20 @@ impl Parser {
                 0 // inside the spelling: only text
             };
             let newlines = if state > 0 && carried == 0 {
-                self.cut_spellings |= 1 << marker;
+                let rest = self.patterns.get(marker).map_or(&[][..], |p| p.tail(state));
+                let spelled = self
+                    .patterns
+                    .get(marker)
+                    .map_or(&[][..], |p| p.tail(plain))
+                    .get(..spelling)
+                    .unwrap_or_default();
+                if let Some(slot) = self.cut.get_mut(marker) {
+                    *slot = Some(Cut {
+                        partial: state,
+                        newlines,
+                        completed_by_token: !rest.is_empty() && spelled.starts_with(rest),
+                    });
+                }
                 0
             } else {
                 newlines
@@ -648,7 +673,8 @@ impl Parser {
         } else if self.stage == Stage::InvokeName && byte != b'"' {
             self.name.push(byte);
         }
-        let cut = std::mem::take(&mut self.cut_spellings);
+        let cut = std::mem::take(&mut self.cut);
+        let cut_any = cut.iter().any(Option::is_some);
         let mut hit = None;
         for index in 0..self.rules().len() {
             let Some(rule) = self.rules().get(index).copied() else {
@@ -664,9 +690,24 @@ impl Parser {
                 continue;
             };
             let (next, work) = pattern.step(state, byte);
+            // The special token finishes a spelling the switch cut (see `set_token_mode`):
+            // the marker is the cut text plus the token.
+            let cut_here = if cut_any && (SYMBOLIC..FIRST_STOP).contains(&rule.marker) {
+                cut.get(rule.marker - SYMBOLIC).copied().flatten()
+            } else {
+                None
+            };
+            let symbol = if rule.marker == SYMBOLIC + THINK_END {
+                SYM_THINK_END
+            } else {
+                SYM_DSML
+            };
+            let finishes_cut = cut_here.filter(|cut| cut.completed_by_token && byte == symbol);
             // An empty spelling: the reference ends reasoning after the first byte when the
             // thinking-end spelling is empty, and never matches it elsewhere.
-            let complete = pattern.is_complete(next) || (pattern.is_empty() && rule.eats_newlines);
+            let complete = pattern.is_complete(next)
+                || (pattern.is_empty() && rule.eats_newlines)
+                || finishes_cut.is_some();
             self.work += work;
             if let Some(slot) = self.states.get_mut(rule.marker) {
                 *slot = next;
@@ -674,10 +715,10 @@ impl Parser {
             if rule.eats_newlines {
                 // A spelling cut by a switch to token input was a partial match the byte
                 // after it breaks: like any breaking newline, that byte is not eaten.
-                let cut_before = (SYMBOLIC..FIRST_STOP).contains(&rule.marker)
-                    && cut & (1 << (rule.marker - SYMBOLIC)) != 0;
                 if let Some(count) = self.newlines.get_mut(rule.marker) {
-                    if byte == b'\n' && state == 0 && next == 0 && !cut_before {
+                    if let Some(cut) = finishes_cut {
+                        *count = cut.newlines;
+                    } else if byte == b'\n' && state == 0 && next == 0 && cut_here.is_none() {
                         *count += 1;
                     } else if next != state + 1 {
                         *count = 0;
@@ -685,12 +726,15 @@ impl Parser {
                 }
             }
             if complete {
-                hit = Some(rule);
+                let len = match finishes_cut {
+                    Some(cut) => cut.partial + 1,
+                    None => pattern.len(),
+                };
+                hit = Some((rule, len as u64));
                 break;
             }
         }
-        if let Some(rule) = hit {
-            let len = self.patterns.get(rule.marker).map_or(0, Pattern::len) as u64;
+        if let Some((rule, len)) = hit {
             let start = self.pos.saturating_sub(len + self.eaten_newlines(rule));
             self.fire(rule, start, out);
         }
@@ -921,7 +965,7 @@ impl Parser {
         self.work += self.states.len() as u64;
         self.states.iter_mut().for_each(|s| *s = 0);
         self.newlines.iter_mut().for_each(|n| *n = 0);
-        self.cut_spellings = 0;
+        self.cut = [None; 5];
     }
 
     /// Turn one pending piece into its event, text cut at stream position `cut`.
