@@ -90,9 +90,9 @@ impl Detokenizer {
             .collect()
     }
 
-    /// Like [`Detokenizer::push_chunk`], each piece with the number of tokens that made it.
-    /// The counts of all pieces ever released plus [`Detokenizer::unassigned_tokens`] add up
-    /// to the tokens pushed.
+    /// Like [`Detokenizer::push_chunk`], each piece with the number of tokens that made it
+    /// (a token is counted once: in the piece its run made, or in the next piece when its
+    /// run decoded to nothing).
     pub fn push_chunk_counted(&mut self, tokens: &[Token<'_>]) -> Vec<(DecodedPiece, usize)> {
         let mut out = Vec::new();
         for token in tokens {
@@ -152,12 +152,6 @@ impl Detokenizer {
     /// Tokens whose output is held back (they count as generated once it is released).
     pub fn pending_tokens(&self) -> usize {
         self.tokens
-    }
-
-    /// Tokens not yet counted in any released piece: the held ones, and ids after the last
-    /// piece that decoded to nothing (they go with the next piece).
-    pub fn unassigned_tokens(&self) -> usize {
-        self.run_tokens + self.held.iter().map(|(_, count)| count).sum::<usize>()
     }
 
     /// The current ordinary run ends: its text piece (if it made one) takes its tokens.
