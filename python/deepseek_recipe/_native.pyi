@@ -560,7 +560,8 @@ class InferenceChunk:
 class StreamProcessor:
     """Parses one response's output into its protocol's chunks or events.
 
-    Mutable: not for sharing across threads.
+    Mutable: calls from several threads at once are serialized (each waits for the one
+    before it), as the reference does.
     """
 
     def __new__(

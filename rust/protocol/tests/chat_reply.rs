@@ -363,3 +363,76 @@ fn usage_key_table() {
         assert_eq!(last["usage"]["total_tokens"], 3, "{extra}");
     }
 }
+
+/// The first chunk announces the segment the stream opens with (recorded from the wheel):
+/// in thinking mode, reasoning (`content: null, reasoning_content: ""`) unless an assistant
+/// prefix is continued as content, which opens with `content: "", reasoning_content: null`;
+/// with thinking off, `content: ""` alone. Both model versions behave the same.
+#[test]
+fn first_chunk_table() {
+    let reasoning = r#"{"role":"assistant","content":null,"reasoning_content":""}"#;
+    let content_in_thinking = r#"{"role":"assistant","content":"","reasoning_content":null}"#;
+    let plain = r#"{"role":"assistant","content":""}"#;
+    let content = json!({"role": "assistant", "content": "Hel", "prefix": true});
+    let thought =
+        json!({"role": "assistant", "content": "", "reasoning_content": "hm", "prefix": true});
+    let both =
+        json!({"role": "assistant", "content": "Hel", "reasoning_content": "hm", "prefix": true});
+    let empty = json!({"role": "assistant", "content": "", "prefix": true});
+    let table = [
+        ("no prefix, default thinking", None, None, reasoning),
+        ("content prefix", Some(&content), None, content_in_thinking),
+        (
+            "content prefix, thinking on",
+            Some(&content),
+            Some("enabled"),
+            content_in_thinking,
+        ),
+        (
+            "content prefix, thinking off",
+            Some(&content),
+            Some("disabled"),
+            plain,
+        ),
+        ("reasoning prefix", Some(&thought), None, reasoning),
+        (
+            "reasoning prefix, thinking off",
+            Some(&thought),
+            Some("disabled"),
+            plain,
+        ),
+        ("both", Some(&both), Some("enabled"), content_in_thinking),
+        ("empty prefix", Some(&empty), None, reasoning),
+        (
+            "empty prefix, thinking off",
+            Some(&empty),
+            Some("disabled"),
+            plain,
+        ),
+    ];
+    for model in ["DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"] {
+        for (name, prefix, thinking, expected) in table {
+            let mut messages = vec![json!({"role": "user", "content": "hi"})];
+            messages.extend(prefix.cloned());
+            let mut body = json!({"model": model, "messages": messages});
+            if let Some(thinking) = thinking {
+                body["thinking"] = json!({"type": thinking});
+            }
+            let converted = ChatCompletionRequest::from_value(body)
+                .unwrap()
+                .convert(&build_options(&Value::Null))
+                .unwrap();
+            let generator = ChatCompletionChunkGenerator::new(&converted, "id", "m");
+            let mut processor: StreamProcessor<_, NoVocabulary> =
+                StreamProcessor::new(generator.emitter(), &converted.parsing_options, true, None);
+            let mut out = Vec::new();
+            processor.finish(&mut out).unwrap();
+            let first: Value = serde_json::from_str(&out[0].to_json()).unwrap();
+            assert_eq!(
+                first["choices"][0]["delta"].to_string(),
+                expected,
+                "{model}: {name}"
+            );
+        }
+    }
+}

@@ -33,7 +33,7 @@ fn emit_parsed(
 ) {
     for event in events {
         match event {
-            ParseEvent::Text { segment, text } => emitter.text(segment, &text, None, out),
+            ParseEvent::Text { segment, text, .. } => emitter.text(segment, &text, None, out),
             ParseEvent::ToolCallStart { index, name } => {
                 *tool_calls = true;
                 emitter.tool_call_start(index, &ids[index], &name, out);

@@ -13,7 +13,9 @@ use deepseek_protocol::reply::responses::{
     ReportedSettings, ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
 };
 use deepseek_protocol::ResponsesRequest;
-use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
+use deepseek_stream::emit::{
+    Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
+};
 use deepseek_stream::{ParseEvent, Parser, Segment};
 use serde_json::{json, Value};
 
@@ -101,7 +103,7 @@ fn replay(example: &Value) -> Vec<ResponsesStreamEvent> {
                         out: &mut Vec<ResponsesStreamEvent>| {
         for event in events {
             match event {
-                ParseEvent::Text { segment, text } => emitter.text(segment, &text, None, out),
+                ParseEvent::Text { segment, text, .. } => emitter.text(segment, &text, None, out),
                 ParseEvent::ToolCallStart { index, name } => {
                     tool_calls = true;
                     emitter.tool_call_start(index, &ids[index], &name, out);
@@ -425,6 +427,54 @@ fn logprobs_ride_on_output_text() {
     assert!(done.contains(r#""logprobs":[{"token":"b""#), "{done}");
     // With no ready chunk, the opening events come first.
     assert_eq!(out[0].event_type(), "response.created");
+}
+
+/// Logprobs print as single-precision floats, as the wheel prints them in Responses too
+/// (recorded: `-0.1234567890123` → `-0.12345679`, `-1e-300` → `-0.0`, `-3.4e39` → `null`).
+#[test]
+fn logprob_spelling_table() {
+    let table: [(f64, &str); 6] = [
+        (-0.123_456_789_012_3, "-0.12345679"),
+        (-1e-300, "-0.0"),
+        (-3.4e39, "null"),
+        (f64::NAN, "null"),
+        (1e-7, "1e-7"),
+        (-100.0, "-100.0"),
+    ];
+    for (value, expected) in table {
+        let (generator, _) = generator_for(
+            &json!({"model": "DeepSeek-V4-Pro", "input": "hi"}),
+            "r",
+            "m",
+        );
+        let mut emitter = generator.into_emitter();
+        let mut out = Vec::new();
+        let lp = TokenLogprob {
+            token: "b".into(),
+            logprob: value,
+            bytes: vec![98],
+            top_logprobs: vec![TopLogprob {
+                token: "c".into(),
+                logprob: value,
+                bytes: vec![99],
+            }],
+        };
+        emitter.text(
+            Segment::Content,
+            "b",
+            Some(std::slice::from_ref(&lp)),
+            &mut out,
+        );
+        let delta = out
+            .iter()
+            .find(|e| e.event_type() == "response.output_text.delta")
+            .unwrap()
+            .to_json();
+        let spelled = format!(
+            r#""logprobs":[{{"token":"b","logprob":{expected},"bytes":[98],"top_logprobs":[{{"token":"c","logprob":{expected},"bytes":[99]}}]}}]"#
+        );
+        assert!(delta.contains(&spelled), "{value}: {delta}");
+    }
 }
 
 #[test]

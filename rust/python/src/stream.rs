@@ -13,7 +13,7 @@
 //! [`ProtocolProcessor`] impl covers every `StreamProcessor<E, TokenizerVocabulary>` whose
 //! emitter is `Send + Sync + 'static` and whose event implements [`IntoPyEvent`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use deepseek_model::ParsingOptions;
 use deepseek_stream::emit::{Emitter, FinishReason, PromptUsage};
@@ -311,11 +311,28 @@ impl PyInferenceChunk {
 
 /// Parses one response's output and produces its protocol's chunks or events.
 ///
-/// The one mutable object of the package: every call changes it, so it is not meant to be
-/// shared across threads (calls from two threads at once get a "borrowed" error).
-#[pyclass(name = "StreamProcessor", module = "deepseek_recipe._native")]
+/// The one mutable object of the package. Calls from several threads are serialized, as the
+/// reference does: each call waits for the processor with the GIL released (so the thread
+/// holding it can finish), and holds it only while it works.
+#[pyclass(name = "StreamProcessor", frozen, module = "deepseek_recipe._native")]
 pub struct PyStreamProcessor {
-    inner: Box<dyn ProtocolProcessor>,
+    inner: Mutex<Box<dyn ProtocolProcessor>>,
+}
+
+impl PyStreamProcessor {
+    /// Run `f` on the processor with the GIL released, waiting for other threads' calls.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut dyn ProtocolProcessor) -> T + Send,
+    ) -> T {
+        py.detach(|| {
+            // A poisoned lock would mean a panic inside the processor, which the crate's
+            // lints rule out; the processor's state is still whole, so keep using it.
+            let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            f(guard.as_mut())
+        })
+    }
 }
 
 #[pymethods]
@@ -342,7 +359,9 @@ impl PyStreamProcessor {
         for build in BUILDERS {
             let vocabulary = tokenizer.clone().map(TokenizerVocabulary);
             if let Some(inner) = build(generator, &options.inner, vocabulary)? {
-                return Ok(Self { inner });
+                return Ok(Self {
+                    inner: Mutex::new(inner),
+                });
             }
         }
         Err(PyTypeError::new_err("expected a protocol chunk generator"))
@@ -350,33 +369,29 @@ impl PyStreamProcessor {
 
     /// True once the stream completed and the processor was not closed.
     #[getter]
-    fn finished(&self) -> bool {
-        self.inner.finished()
+    fn finished(&self, py: Python<'_>) -> bool {
+        self.with(py, |inner| inner.finished())
     }
 
     /// Process one chunk; returns the protocol chunks or events it produced.
-    fn push(
-        &mut self,
-        py: Python<'_>,
-        chunk: PyRef<'_, PyInferenceChunk>,
-    ) -> PyResult<Vec<Py<PyAny>>> {
+    fn push(&self, py: Python<'_>, chunk: PyRef<'_, PyInferenceChunk>) -> PyResult<Vec<Py<PyAny>>> {
         let chunk = chunk.inner.clone();
-        let inner = &mut self.inner;
-        let events = py
-            .detach(move || inner.push(chunk))
+        let events = self
+            .with(py, move |inner| inner.push(chunk))
             .map_err(errors::stream)?;
         events.into_py(py)
     }
 
     /// End the input and flush; after completion this returns `[]`.
-    fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        let inner = &mut self.inner;
-        let events = py.detach(move || inner.finish()).map_err(errors::stream)?;
+    fn finish(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        let events = self
+            .with(py, |inner| inner.finish())
+            .map_err(errors::stream)?;
         events.into_py(py)
     }
 
     /// Release the processor without completing the stream.
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.with(py, |inner| inner.close());
     }
 }

@@ -52,10 +52,12 @@ fn deltas(events: &[ParseEvent], stopped: &mut bool) -> Vec<Value> {
             ParseEvent::Text {
                 segment: Segment::Reasoning,
                 text,
+                ..
             } => out.push(json!({"r": text})),
             ParseEvent::Text {
                 segment: Segment::Content,
                 text,
+                ..
             } => out.push(json!({"c": text})),
             ParseEvent::ToolCallStart { index, name } => {
                 out.push(json!({"t": [[index, name, ""]]}))

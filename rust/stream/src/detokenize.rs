@@ -3,12 +3,22 @@
 //!
 //! The rule is the reference's (the Hugging Face decode-stream rule), applied per pushed
 //! chunk: everything held plus the new chunk is decoded, ordinary tokens' bytes lossily (each
-//! maximal invalid subsequence becomes U+FFFD) and special tokens as themselves; if the result
-//! ends with U+FFFD, which is what an incomplete multi-byte character looks like, everything
-//! stays held; otherwise everything is released. So 🦀 split over three tokens comes out
-//! whole with the third, text earlier in the same chunk waits with it, and a stray invalid
-//! byte comes out as U+FFFD together with the next character that decodes. Bytes still held
-//! when the stream ends are dropped by the reference: a caller gets that by not asking.
+//! maximal invalid subsequence becomes U+FFFD) and added tokens as themselves. An added token
+//! settles everything before it: an incomplete character before it becomes one U+FFFD, and
+//! the text before it and the token itself are released at once. After the chunk's last
+//! added token, the rest is released only if its decoding is not empty and does not end with
+//! U+FFFD, which is what an incomplete multi-byte character looks like; otherwise it stays
+//! held (ids that decode to nothing wait for the next text, and are not counted if none
+//! comes). So 🦀 split
+//! over three tokens comes out whole with the third, text earlier in the same ordinary run
+//! waits with it, `r</think>` followed by the first byte of a character comes out up to the
+//! `</think>` in that push, and a stray invalid byte comes out as U+FFFD together with the
+//! next character that decodes. Bytes still held when the stream ends are dropped by the
+//! reference: a caller gets that by not asking.
+//!
+//! Each released piece says how many tokens made it (its ordinary run, ids that decode to
+//! nothing included, or the added token plus a run before it that decoded to nothing), so a
+//! caller can hand each piece the logprobs of exactly those tokens.
 //!
 //! Each byte is decoded once: held text whose decoding can no longer change is kept decoded,
 //! and only the incomplete tail (at most three bytes) is looked at again.
@@ -17,8 +27,7 @@ use deepseek_model::SpecialToken;
 
 use crate::parser::Decoded;
 
-/// One token of a chunk, as the caller's vocabulary maps its id. An id outside the
-/// vocabulary is simply left out (it produces no text).
+/// One token of a chunk, as the caller's vocabulary maps its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token<'a> {
     /// An ordinary token: the bytes it decodes to.
@@ -27,6 +36,8 @@ pub enum Token<'a> {
     Special(SpecialToken),
     /// Any other added token, by its text.
     Added(&'a str),
+    /// An id outside the vocabulary: it decodes to nothing, but it is a token of the run.
+    Unknown,
 }
 
 /// A released piece of decoded output; [`DecodedPiece::as_decoded`] feeds it to the parser.
@@ -50,14 +61,19 @@ impl DecodedPiece {
 /// Turns token chunks into decoded pieces as they arrive.
 #[derive(Debug, Clone, Default)]
 pub struct Detokenizer {
-    /// Held pieces whose decoding is final (the last one may be text that grows).
-    held: Vec<DecodedPiece>,
+    /// Held pieces whose decoding is final (the last one may be text that grows), each with
+    /// the number of tokens that made it (the growing text's count is set when it closes).
+    held: Vec<(DecodedPiece, usize)>,
     /// Held bytes of an incomplete UTF-8 sequence at the very end (at most 3 bytes).
     tail: Vec<u8>,
     /// Bytes behind the held text.
     held_bytes: usize,
     /// Tokens pushed since output was last released.
     tokens: usize,
+    /// Tokens of the current ordinary run not yet counted in a piece.
+    run_tokens: usize,
+    /// The last held piece is the current run's text (it may still grow).
+    run_open: bool,
 }
 
 impl Detokenizer {
@@ -68,28 +84,52 @@ impl Detokenizer {
     /// Decode one chunk of tokens; returns the pieces that became final, in order (text
     /// pieces are never empty).
     pub fn push_chunk(&mut self, tokens: &[Token<'_>]) -> Vec<DecodedPiece> {
+        self.push_chunk_counted(tokens)
+            .into_iter()
+            .map(|(piece, _)| piece)
+            .collect()
+    }
+
+    /// Like [`Detokenizer::push_chunk`], each piece with the number of tokens that made it
+    /// (a token is counted once: in the piece its run made, or in the next piece when its
+    /// run decoded to nothing).
+    pub fn push_chunk_counted(&mut self, tokens: &[Token<'_>]) -> Vec<(DecodedPiece, usize)> {
+        let mut out = Vec::new();
         for token in tokens {
             self.tokens += 1;
-            match *token {
-                Token::Bytes(bytes) => self.decode(bytes),
-                Token::Special(special) => {
-                    self.flush_tail();
-                    self.held.push(DecodedPiece::Special(special));
+            let settled = match *token {
+                Token::Bytes(bytes) => {
+                    self.run_tokens += 1;
+                    self.decode(bytes);
+                    None
                 }
-                Token::Added(text) => {
-                    self.flush_tail();
-                    self.held.push(DecodedPiece::Added(text.to_owned()));
+                Token::Unknown => {
+                    self.run_tokens += 1;
+                    None
                 }
+                Token::Special(special) => Some(DecodedPiece::Special(special)),
+                Token::Added(text) => Some(DecodedPiece::Added(text.to_owned())),
+            };
+            if let Some(piece) = settled {
+                // An added token settles everything before it.
+                self.flush_tail();
+                self.close_run();
+                let count = 1 + std::mem::take(&mut self.run_tokens);
+                self.held.push((piece, count));
+                self.release(&mut out);
             }
         }
-        let unfinished = !self.tail.is_empty()
-            || matches!(self.held.last(), Some(DecodedPiece::Text(t)) if t.ends_with(char::REPLACEMENT_CHARACTER));
-        if unfinished {
-            return Vec::new();
+        // Tokens that decoded to nothing yet (an incomplete character, unknown ids) wait too.
+        let unfinished = match self.held.last() {
+            None => true,
+            Some((DecodedPiece::Text(text), _)) => text.ends_with(char::REPLACEMENT_CHARACTER),
+            Some(_) => false,
+        } || !self.tail.is_empty();
+        if !unfinished {
+            self.close_run();
+            self.release(&mut out);
         }
-        self.held_bytes = 0;
-        self.tokens = 0;
-        std::mem::take(&mut self.held)
+        out
     }
 
     /// Decode the bytes of one more ordinary token, as a chunk of its own; returns the text
@@ -104,28 +144,46 @@ impl Detokenizer {
             .collect()
     }
 
-    /// Bytes held back in text (special tokens held after them are not counted).
+    /// Bytes held back in text.
     pub fn pending(&self) -> usize {
         self.held_bytes + self.tail.len()
     }
 
-    /// Tokens whose output is held back.
+    /// Tokens whose output is held back (they count as generated once it is released).
     pub fn pending_tokens(&self) -> usize {
         self.tokens
     }
 
-    /// Append to the held text, starting a text piece after a special one.
+    /// The current ordinary run ends: its text piece (if it made one) takes its tokens.
+    fn close_run(&mut self) {
+        if self.run_open {
+            if let Some((DecodedPiece::Text(_), count)) = self.held.last_mut() {
+                *count = std::mem::take(&mut self.run_tokens);
+            }
+            self.run_open = false;
+        }
+    }
+
+    fn release(&mut self, out: &mut Vec<(DecodedPiece, usize)>) {
+        out.append(&mut self.held);
+        self.held_bytes = 0;
+        self.tokens = 0;
+    }
+
+    /// Append to the held text, starting a text piece after an added one.
     fn append_text(&mut self, more: &str) {
         if more.is_empty() {
             return;
         }
-        if let Some(DecodedPiece::Text(text)) = self.held.last_mut() {
-            text.push_str(more);
-        } else {
-            self.held.push(DecodedPiece::Text(more.to_owned()));
+        if self.run_open {
+            if let Some((DecodedPiece::Text(text), _)) = self.held.last_mut() {
+                text.push_str(more);
+                return;
+            }
         }
+        self.held.push((DecodedPiece::Text(more.to_owned()), 0));
+        self.run_open = true;
     }
-
     fn decode(&mut self, bytes: &[u8]) {
         let mut tail = std::mem::take(&mut self.tail);
         tail.extend_from_slice(bytes);

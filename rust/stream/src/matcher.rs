@@ -43,6 +43,11 @@ impl Pattern {
         self.bytes.len()
     }
 
+    /// The pattern's bytes from `from` on (empty past its end).
+    pub(crate) fn tail(&self, from: usize) -> &[u8] {
+        self.bytes.get(from..).unwrap_or_default()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }

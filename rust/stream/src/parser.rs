@@ -42,25 +42,18 @@ pub enum ParseEvent {
     Text {
         segment: Segment,
         text: String,
+        /// The input piece the text came from (see [`Parser::next_origin`]): a caller that
+        /// knows which tokens made each piece attributes their logprobs by it.
+        origin: u64,
     },
     /// A tool call's name is complete (emitted the moment its closing quote is parsed).
-    ToolCallStart {
-        index: usize,
-        name: String,
-    },
+    ToolCallStart { index: usize, name: String },
     /// A fragment of the call's argument JSON.
-    ToolCallArguments {
-        index: usize,
-        fragment: String,
-    },
+    ToolCallArguments { index: usize, fragment: String },
     /// The invoke closed (`</｜DSML｜ invoke>` or the end of input inside it).
-    ToolCallEnd {
-        index: usize,
-    },
+    ToolCallEnd { index: usize },
     /// A stop sequence matched in content; the stream is complete.
-    StopSequence {
-        sequence: String,
-    },
+    StopSequence { sequence: String },
 }
 
 /// The markers, in the order of [`Parser::patterns`]; stop sequence `i` is `FIRST_STOP + i`.
@@ -172,6 +165,16 @@ struct Rules {
     value: Vec<Rule>,
 }
 
+/// A marker's partial spelling cut by a switch to token input: its length, the newlines
+/// before it, and whether the special token itself would complete the marker (the rest of
+/// the marker is a prefix of the token's spelling: `<｜DSML` then the `｜DSML｜` token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cut {
+    partial: usize,
+    newlines: u64,
+    completed_by_token: bool,
+}
+
 /// What held or running text turns into when it is released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Out {
@@ -202,10 +205,12 @@ enum Body {
     Event { event: ParseEvent, sticky: bool },
 }
 
-/// One pending output and the stream position where it starts.
+/// One pending output, the stream position where it starts, and the input piece it came
+/// from (non-decreasing along the queue).
 #[derive(Debug)]
 struct Piece {
     start: u64,
+    origin: u64,
     body: Body,
 }
 
@@ -253,9 +258,20 @@ pub struct Parser {
     marker_in_push: bool,
     /// The current push is token input (see [`Decoded`]): spelled special markers are off.
     token_mode: bool,
+    /// The input piece being parsed, and the number the next one gets.
+    origin: u64,
+    next_origin: u64,
+    /// The input piece in which a stop sequence matched.
+    stopped_at: Option<u64>,
     /// The spelling of the special-token symbol being fed.
     symbol_text: Vec<u8>,
     special_tokens: SpecialTokens,
+    /// Per special-token marker (`THINK_END..=BLOCK_END_V41`): the length of its plain
+    /// prefix (`<`, `</`) and of the special token's spelling in it.
+    twin_shapes: [(usize, usize); 5],
+    /// Per special-token marker: the partial spelling that the switch to token input just
+    /// cut (see [`Parser::set_token_mode`]); cleared by the next byte.
+    cut: [Option<Cut>; 5],
     /// The invoke name being read.
     name: Vec<u8>,
     /// Index of the open call, or of the next one.
@@ -403,8 +419,19 @@ impl Parser {
             push_start: 0,
             marker_in_push: false,
             token_mode: false,
+            origin: 0,
+            next_origin: 0,
+            stopped_at: None,
             symbol_text: Vec::new(),
             special_tokens: options.special_tokens.clone(),
+            cut: [None; 5],
+            twin_shapes: [
+                (0, think_end.len()),
+                (1, dsml.len()),
+                (2, dsml.len()),
+                (2, dsml.len()),
+                (2, dsml.len()),
+            ],
             name: Vec::new(),
             call_index: 0,
             in_call: false,
@@ -426,34 +453,79 @@ impl Parser {
         self.push_decoded(pieces, out);
     }
 
-    /// Switch between text and token input. A partial match of a marker the new input does not
-    /// watch is forgotten (mixing both kinds of chunk inside one marker is not supported).
+    /// Switch between text and token input. Each special-token marker hands its partial
+    /// match to its twin, as the reference, which matches on special tokens in both kinds of
+    /// input (spelled ones it recognises inside text), does: a plain prefix (`<`, `</`) and
+    /// the newlines before it carry over, and so does a completed special token with the
+    /// plain text after it; a spelling cut by the switch is only text and is forgotten
+    /// (`a</th` as text then `ink>` as tokens is no marker), though it still keeps a newline
+    /// that follows it, as a partial match that a newline breaks does (`<` as text, then
+    /// `⏎⏎</think>` as tokens eats one newline), and the special token can still finish it
+    /// right away when the rest of the marker is a prefix of its spelling (`<｜DSML` as text,
+    /// then the `｜DSML｜` token, starts a tool-call block).
     fn set_token_mode(&mut self, token_mode: bool) {
-        if self.token_mode != token_mode {
+        if self.token_mode == token_mode {
+            return;
+        }
+        for (marker, (plain, spelling)) in self.twin_shapes.into_iter().enumerate() {
             let (from, to) = if token_mode {
-                (THINK_END, BLOCK_END_V41)
+                (marker, SYMBOLIC + marker)
             } else {
-                (SYMBOLIC, FIRST_STOP - 1)
+                (SYMBOLIC + marker, marker)
             };
-            for marker in from..=to {
-                if let Some(state) = self.states.get_mut(marker) {
-                    *state = 0;
+            let state = self.states.get(from).copied().unwrap_or(0);
+            let newlines = self.newlines.get(from).copied().unwrap_or(0);
+            let carried = if state <= plain {
+                state
+            } else if !token_mode {
+                state - 1 + spelling // past the symbol: past the whole spelling
+            } else if state >= plain + spelling {
+                state + 1 - spelling
+            } else {
+                0 // inside the spelling: only text
+            };
+            let newlines = if state > 0 && carried == 0 {
+                let rest = self.patterns.get(marker).map_or(&[][..], |p| p.tail(state));
+                let spelled = self
+                    .patterns
+                    .get(marker)
+                    .map_or(&[][..], |p| p.tail(plain))
+                    .get(..spelling)
+                    .unwrap_or_default();
+                if let Some(slot) = self.cut.get_mut(marker) {
+                    *slot = Some(Cut {
+                        partial: state,
+                        newlines,
+                        completed_by_token: !rest.is_empty() && spelled.starts_with(rest),
+                    });
                 }
-                if let Some(count) = self.newlines.get_mut(marker) {
-                    *count = 0;
+                0
+            } else {
+                newlines
+            };
+            for (index, value, count) in [(from, 0, 0), (to, carried, newlines)] {
+                if let Some(slot) = self.states.get_mut(index) {
+                    *slot = value;
+                }
+                if let Some(slot) = self.newlines.get_mut(index) {
+                    *slot = count;
                 }
             }
-            self.token_mode = token_mode;
         }
+        self.token_mode = token_mode;
     }
 
     fn push_decoded(&mut self, pieces: &[Decoded<'_>], out: &mut Vec<ParseEvent>) {
+        let first = self.next_origin;
+        self.next_origin += pieces.len() as u64;
         if self.done {
             return;
         }
-        self.run_open = false;
         self.push_start = self.pos;
-        for piece in pieces {
+        for (origin, piece) in (first..).zip(pieces) {
+            // Each input piece is an origin of its own: its text starts a new run.
+            self.run_open = false;
+            self.origin = origin;
             match *piece {
                 Decoded::Text(text) => {
                     for &byte in text.as_bytes() {
@@ -501,6 +573,27 @@ impl Parser {
             self.in_call = false;
         }
         self.done = true;
+    }
+
+    /// The origin the next input piece gets. Pieces are numbered from 0 in the order they
+    /// are pushed: one per [`Parser::push`], one per element of [`Parser::push_tokens`]
+    /// (also when the parser is done and ignores them).
+    pub fn next_origin(&self) -> u64 {
+        self.next_origin
+    }
+
+    /// The oldest origin whose text may still be released; every origin before it has
+    /// produced all its events.
+    pub fn oldest_pending_origin(&self) -> u64 {
+        self.pending
+            .front()
+            .map_or(self.next_origin, |piece| piece.origin)
+    }
+
+    /// The origin of the input piece in which a stop sequence matched, if one did: pieces
+    /// after it were not looked at (the reference stops counting their tokens there too).
+    pub fn stopped_at(&self) -> Option<u64> {
+        self.stopped_at
     }
 
     /// True once the tool-call block closed, a stop sequence matched, or [`Parser::finish`]
@@ -564,6 +657,7 @@ impl Parser {
                 let bytes = self.symbol_text.clone();
                 self.pending.push_back(Piece {
                     start: self.pos - 1,
+                    origin: self.origin,
                     body: Body::Text {
                         out: kind,
                         bytes,
@@ -579,6 +673,8 @@ impl Parser {
         } else if self.stage == Stage::InvokeName && byte != b'"' {
             self.name.push(byte);
         }
+        let cut = std::mem::take(&mut self.cut);
+        let cut_any = cut.iter().any(Option::is_some);
         let mut hit = None;
         for index in 0..self.rules().len() {
             let Some(rule) = self.rules().get(index).copied() else {
@@ -594,16 +690,35 @@ impl Parser {
                 continue;
             };
             let (next, work) = pattern.step(state, byte);
+            // The special token finishes a spelling the switch cut (see `set_token_mode`):
+            // the marker is the cut text plus the token.
+            let cut_here = if cut_any && (SYMBOLIC..FIRST_STOP).contains(&rule.marker) {
+                cut.get(rule.marker - SYMBOLIC).copied().flatten()
+            } else {
+                None
+            };
+            let symbol = if rule.marker == SYMBOLIC + THINK_END {
+                SYM_THINK_END
+            } else {
+                SYM_DSML
+            };
+            let finishes_cut = cut_here.filter(|cut| cut.completed_by_token && byte == symbol);
             // An empty spelling: the reference ends reasoning after the first byte when the
             // thinking-end spelling is empty, and never matches it elsewhere.
-            let complete = pattern.is_complete(next) || (pattern.is_empty() && rule.eats_newlines);
+            let complete = pattern.is_complete(next)
+                || (pattern.is_empty() && rule.eats_newlines)
+                || finishes_cut.is_some();
             self.work += work;
             if let Some(slot) = self.states.get_mut(rule.marker) {
                 *slot = next;
             }
             if rule.eats_newlines {
+                // A spelling cut by a switch to token input was a partial match the byte
+                // after it breaks: like any breaking newline, that byte is not eaten.
                 if let Some(count) = self.newlines.get_mut(rule.marker) {
-                    if byte == b'\n' && state == 0 && next == 0 {
+                    if let Some(cut) = finishes_cut {
+                        *count = cut.newlines;
+                    } else if byte == b'\n' && state == 0 && next == 0 && cut_here.is_none() {
                         *count += 1;
                     } else if next != state + 1 {
                         *count = 0;
@@ -611,12 +726,15 @@ impl Parser {
                 }
             }
             if complete {
-                hit = Some(rule);
+                let len = match finishes_cut {
+                    Some(cut) => cut.partial + 1,
+                    None => pattern.len(),
+                };
+                hit = Some((rule, len as u64));
                 break;
             }
         }
-        if let Some(rule) = hit {
-            let len = self.patterns.get(rule.marker).map_or(0, Pattern::len) as u64;
+        if let Some((rule, len)) = hit {
             let start = self.pos.saturating_sub(len + self.eaten_newlines(rule));
             self.fire(rule, start, out);
         }
@@ -636,6 +754,7 @@ impl Parser {
         }
         self.pending.push_back(Piece {
             start: self.pos - 1,
+            origin: self.origin,
             body: Body::Text {
                 out: kind,
                 bytes: vec![byte],
@@ -650,6 +769,7 @@ impl Parser {
         let sticky = self.marker_in_push;
         self.pending.push_back(Piece {
             start: self.pos,
+            origin: self.origin,
             body: Body::Event { event, sticky },
         });
         self.run_open = false;
@@ -771,6 +891,7 @@ impl Parser {
                 self.produce(ParseEvent::Text {
                     segment: Segment::Content,
                     text: text.to_owned(),
+                    origin: self.origin,
                 });
                 self.stage = Stage::Content(Json::Inside);
             }
@@ -830,6 +951,7 @@ impl Parser {
                     .cloned()
                     .unwrap_or_default();
                 out.push(ParseEvent::StopSequence { sequence });
+                self.stopped_at = Some(self.origin);
                 self.stage = Stage::Done;
                 self.done = true;
             }
@@ -843,6 +965,7 @@ impl Parser {
         self.work += self.states.len() as u64;
         self.states.iter_mut().for_each(|s| *s = 0);
         self.newlines.iter_mut().for_each(|n| *n = 0);
+        self.cut = [None; 5];
     }
 
     /// Turn one pending piece into its event, text cut at stream position `cut`.
@@ -874,18 +997,22 @@ impl Parser {
         self.work += bytes.len() as u64;
         let text = String::from_utf8_lossy(&bytes);
         let index = self.call_index;
+        let origin = piece.origin;
         out.push(match kind {
             Out::Reasoning => ParseEvent::Text {
                 segment: Segment::Reasoning,
                 text: text.into_owned(),
+                origin,
             },
             Out::Content => ParseEvent::Text {
                 segment: Segment::Content,
                 text: text.into_owned(),
+                origin,
             },
             Out::Space => ParseEvent::Text {
                 segment: Segment::Content,
                 text: " ".to_owned(),
+                origin,
             },
             Out::StringValue => {
                 let mut fragment = String::with_capacity(text.len() + 2);

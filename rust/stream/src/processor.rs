@@ -8,12 +8,15 @@
 //! nothing (unknown ids). The [`Detokenizer`] releases a chunk's pieces once its end is a
 //! complete character, and the parser gets them in one push ([`Parser::push_tokens`]), so a
 //! special token is a symbol there and spelled-out markers in ordinary tokens stay text, as in
-//! the reference. Logprobs travel with the piece their tokens produced: held tokens (an
-//! incomplete character, an unknown id) lend theirs to the next piece; text the parser holds
-//! back keeps its own; text it swallows (markers, dropped newlines) drops them.
+//! the reference. Logprobs are attributed by origin: the detokenizer says which tokens made
+//! each decoded piece (held tokens of an incomplete character go with the piece that
+//! completes it; ids that decode to nothing go with the next piece), the parser says which
+//! piece each text event came from, and the first event of a piece carries the logprobs of
+//! all its tokens. A piece the parser swallows whole (a marker, dropped newlines) drops them.
 //!
 //! Usage (§10.8): completion tokens are `token_count` of text chunks plus the ids of token
-//! chunks once their text came out; with a vocabulary, reasoning tokens are the reasoning
+//! chunks once their text came out (wrapping at 2^64, as the reference's counters do); with
+//! a vocabulary, reasoning tokens are the reasoning
 //! text encoded again (which is how the reference counts them). Tool-call ids (§10.9) take the
 //! `ET_` infix when the generator is in thinking mode and no reasoning text came before.
 
@@ -25,7 +28,7 @@ use deepseek_model::{ParsingOptions, SpecialToken};
 use crate::emit::{
     Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
 };
-use crate::{Decoded, DecodedPiece, Detokenizer, ParseEvent, Parser, Segment, Token};
+use crate::{Decoded, Detokenizer, ParseEvent, Parser, Segment, Token};
 
 /// What the caller knows about the model's vocabulary: the bytes of each id, which ids are
 /// added-vocabulary tokens, and how many tokens a text encodes to (for reasoning tokens).
@@ -103,25 +106,6 @@ enum State {
     Closed,
 }
 
-/// A piece of text pushed to the parser whose logprobs have not been handed out yet.
-#[derive(Debug)]
-struct LogprobPiece {
-    text: String,
-    cursor: usize,
-    logprobs: Vec<TokenLogprob>,
-}
-
-/// The logprobs of tokens the detokenizer still holds: a run of ordinary tokens (one text
-/// piece), or one added token (`single`).
-#[derive(Debug)]
-struct Group {
-    single: bool,
-    logprobs: Vec<TokenLogprob>,
-}
-
-/// Pieces kept for logprob matching; text held by the parser spans far fewer.
-const MAX_LOGPROB_PIECES: usize = 256;
-
 /// One response's stream processor. Not for sharing across threads: every call mutates it.
 pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
     emitter: E,
@@ -134,10 +118,12 @@ pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
     prompt: PromptUsage,
     completion_tokens: u64,
     detokenizer: Detokenizer,
-    /// Token ids whose text has not come out of the detokenizer yet.
-    held_tokens: u64,
-    /// Logprobs of those tokens, grouped as the detokenizer will release them.
-    groups: VecDeque<Group>,
+    /// One entry per token the detokenizer has not assigned to a released piece yet: its
+    /// logprob, if the chunk carried logprobs.
+    unassigned: VecDeque<Option<TokenLogprob>>,
+    /// Logprobs of pieces given to the parser whose first text event has not come yet, by
+    /// origin (increasing).
+    by_origin: VecDeque<(u64, Vec<TokenLogprob>)>,
     /// The options' special-token spellings (an added token spelled so is a parser symbol).
     specials: Vec<(String, SpecialToken)>,
     /// Reasoning text so far, for the reasoning-token count (kept only with a vocabulary).
@@ -145,7 +131,6 @@ pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
     reasoning_emitted: bool,
     tool_calls: usize,
     tool_call_ids: Vec<String>,
-    pieces: VecDeque<LogprobPiece>,
     ids: IdSource,
     events: Vec<ParseEvent>,
 }
@@ -179,8 +164,8 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             prompt: PromptUsage::default(),
             completion_tokens: 0,
             detokenizer: Detokenizer::new(),
-            held_tokens: 0,
-            groups: VecDeque::new(),
+            unassigned: VecDeque::new(),
+            by_origin: VecDeque::new(),
             specials: SpecialToken::ALL
                 .iter()
                 .map(|&special| (options.special_tokens.get(special).to_owned(), special))
@@ -190,7 +175,6 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             reasoning_emitted: false,
             tool_calls: 0,
             tool_call_ids: Vec::new(),
-            pieces: VecDeque::new(),
             ids: IdSource::new(),
             events: Vec::new(),
         }
@@ -246,8 +230,8 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                 content,
                 token_count,
             } => {
-                self.completion_tokens = self.completion_tokens.saturating_add(token_count);
-                self.parse_piece(&content, Vec::new(), out);
+                self.completion_tokens = self.completion_tokens.wrapping_add(token_count);
+                self.parse_text(&content, out);
             }
             InferenceChunk::Tokens {
                 token_ids,
@@ -301,126 +285,97 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
 
     /// Decode one token chunk and parse what it released, in one parser push. Each id maps to
     /// its bytes, to a special-token symbol (an added token spelled like one of the options'
-    /// special tokens), or to another added token; unknown ids give nothing. The detokenizer
-    /// holds the whole chunk while its end is an incomplete character.
+    /// special tokens), to another added token, or to nothing (unknown ids). The detokenizer
+    /// releases everything up to the chunk's last added token, and the rest unless it ends
+    /// in an incomplete character.
     fn tokens(&mut self, ids: &[u32], logprobs: Option<&[ChunkLogprob]>, out: &mut Vec<E::Event>) {
         let Some(vocabulary) = &self.vocabulary else {
             return;
         };
         let mut tokens: Vec<Token<'_>> = Vec::with_capacity(ids.len());
         for (k, &id) in ids.iter().enumerate() {
-            let logprob = logprobs
-                .and_then(|list| list.get(k))
-                .map(|entry| token_logprob(vocabulary, id, entry));
-            let token = vocabulary.token_bytes(id).map(|bytes| {
-                if !vocabulary.is_added(id) {
-                    return Token::Bytes(bytes);
-                }
-                let spelling = std::str::from_utf8(bytes).unwrap_or_default();
-                match self.specials.iter().find(|(text, _)| text == spelling) {
-                    Some((_, special)) => Token::Special(*special),
-                    None => Token::Added(spelling),
+            self.unassigned.push_back(
+                logprobs
+                    .and_then(|list| list.get(k))
+                    .map(|entry| token_logprob(vocabulary, id, entry)),
+            );
+            tokens.push(match vocabulary.token_bytes(id) {
+                None => Token::Unknown,
+                Some(bytes) if !vocabulary.is_added(id) => Token::Bytes(bytes),
+                Some(bytes) => {
+                    let spelling = std::str::from_utf8(bytes).unwrap_or_default();
+                    match self.specials.iter().find(|(text, _)| text == spelling) {
+                        Some((_, special)) => Token::Special(*special),
+                        None => Token::Added(spelling),
+                    }
                 }
             });
-            if let Some(logprob) = logprob {
-                let single = matches!(token, Some(Token::Special(_) | Token::Added(_)));
-                match self.groups.back_mut() {
-                    Some(group) if !group.single && !single => group.logprobs.push(logprob),
-                    _ => self.groups.push_back(Group {
-                        single,
-                        logprobs: vec![logprob],
-                    }),
-                }
-            }
-            tokens.extend(token);
         }
-        self.held_tokens += ids.len() as u64;
-        let pieces = self.detokenizer.push_chunk(&tokens);
+        let pieces = self.detokenizer.push_chunk_counted(&tokens);
         if pieces.is_empty() {
             return;
         }
-        self.completion_tokens = self.completion_tokens.saturating_add(self.held_tokens);
-        self.held_tokens = 0;
         self.ensure_started(out);
-        for piece in &pieces {
-            let logprobs = self.piece_logprobs(piece);
+        let first = self.parser.next_origin();
+        for ((_, count), origin) in pieces.iter().zip(first..) {
+            let count = (*count).min(self.unassigned.len());
+            let logprobs: Vec<TokenLogprob> = self.unassigned.drain(..count).flatten().collect();
             if !logprobs.is_empty() {
-                let text = match piece {
-                    DecodedPiece::Text(text) | DecodedPiece::Added(text) => text.clone(),
-                    DecodedPiece::Special(special) => self.special_spelling(*special),
-                };
-                self.remember_piece(text, logprobs);
+                self.by_origin.push_back((origin, logprobs));
             }
         }
-        let decoded: Vec<Decoded<'_>> = pieces.iter().map(DecodedPiece::as_decoded).collect();
+        let decoded: Vec<Decoded<'_>> =
+            pieces.iter().map(|(piece, _)| piece.as_decoded()).collect();
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.parser.push_tokens(&decoded, &mut events);
+        // A piece's tokens count once it is parsed; a stop sequence ends the count with the
+        // piece it matched in (the tokens after it were never generated, as far as usage goes).
+        let last = self.parser.stopped_at().unwrap_or(u64::MAX);
+        let released: usize = pieces
+            .iter()
+            .zip(first..)
+            .take_while(|(_, origin)| *origin <= last)
+            .map(|((_, count), _)| count)
+            .sum();
+        self.completion_tokens = self.completion_tokens.wrapping_add(released as u64);
         self.dispatch(&events, out);
         self.events = events;
-    }
-
-    /// The logprobs of the tokens behind one released piece: a text piece takes the open
-    /// group of ordinary tokens; an added token takes its own, plus those of tokens before it
-    /// that produced no text.
-    fn piece_logprobs(&mut self, piece: &DecodedPiece) -> Vec<TokenLogprob> {
-        let single = !matches!(piece, DecodedPiece::Text(_));
-        let mut logprobs = Vec::new();
-        while let Some(group) = self.groups.front() {
-            if group.single == single {
-                if let Some(group) = self.groups.pop_front() {
-                    logprobs.extend(group.logprobs);
-                }
-                break;
-            }
-            if !single {
-                break; // text tokens after this piece: wait for their text
-            }
-            if let Some(group) = self.groups.pop_front() {
-                logprobs.extend(group.logprobs);
-            }
-        }
-        logprobs
-    }
-
-    fn special_spelling(&self, special: SpecialToken) -> String {
-        self.specials
-            .iter()
-            .find(|(_, s)| *s == special)
-            .map(|(text, _)| text.clone())
-            .unwrap_or_default()
+        self.forget_settled_origins();
     }
 
     /// The stream opens here if no `ready` came: on the first text that reaches the parser.
-    fn parse_piece(&mut self, text: &str, logprobs: Vec<TokenLogprob>, out: &mut Vec<E::Event>) {
+    fn parse_text(&mut self, text: &str, out: &mut Vec<E::Event>) {
         self.ensure_started(out);
-        if !logprobs.is_empty() {
-            self.remember_piece(text.to_owned(), logprobs);
-        }
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.parser.push(text, &mut events);
         self.dispatch(&events, out);
         self.events = events;
+        self.forget_settled_origins();
     }
 
-    /// Keep a pushed piece's logprobs until the parser releases its text.
-    fn remember_piece(&mut self, text: String, logprobs: Vec<TokenLogprob>) {
-        if self.pieces.len() == MAX_LOGPROB_PIECES {
-            self.pieces.pop_front();
+    /// Drop the logprobs of pieces that can produce no more events (swallowed by the parser).
+    fn forget_settled_origins(&mut self) {
+        let oldest = self.parser.oldest_pending_origin();
+        while self
+            .by_origin
+            .front()
+            .is_some_and(|(origin, _)| *origin < oldest)
+        {
+            self.by_origin.pop_front();
         }
-        self.pieces.push_back(LogprobPiece {
-            text,
-            cursor: 0,
-            logprobs,
-        });
     }
 
     /// Turn parser events into emitter calls; a stop sequence completes the stream.
     fn dispatch(&mut self, events: &[ParseEvent], out: &mut Vec<E::Event>) {
         for event in events {
             match event {
-                ParseEvent::Text { segment, text } => {
+                ParseEvent::Text {
+                    segment,
+                    text,
+                    origin,
+                } => {
                     if text.is_empty() {
                         continue;
                     }
@@ -430,11 +385,10 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                             self.reasoning.push_str(text);
                         }
                     }
-                    let logprobs = self.logprobs_for(text);
+                    let logprobs = self.logprobs_of(*origin);
                     self.emitter.text(*segment, text, logprobs.as_deref(), out);
                 }
                 ParseEvent::ToolCallStart { index, name } => {
-                    self.pieces.clear();
                     let id = self
                         .ids
                         .call_id(*index, self.thinking && !self.reasoning_emitted);
@@ -456,25 +410,16 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         }
     }
 
-    /// The logprobs of the piece `text` came from: the oldest pending piece containing it
-    /// (pieces before it were swallowed by the parser). Each piece's logprobs go out once.
-    fn logprobs_for(&mut self, text: &str) -> Option<Vec<TokenLogprob>> {
-        let position = self.pieces.iter().position(|piece| {
-            piece
-                .text
-                .get(piece.cursor..)
-                .is_some_and(|rest| rest.contains(text))
-        })?;
-        self.pieces.drain(..position);
-        let piece = self.pieces.front_mut()?;
-        let rest = piece.text.get(piece.cursor..).unwrap_or_default();
-        let offset = rest.find(text).unwrap_or(0);
-        piece.cursor += offset + text.len();
-        let logprobs = std::mem::take(&mut piece.logprobs);
-        if piece.cursor >= piece.text.len() {
-            self.pieces.pop_front();
+    /// The logprobs of piece `origin`, the first time one of its events asks (pieces before
+    /// it produced no text event, so theirs are dropped).
+    fn logprobs_of(&mut self, origin: u64) -> Option<Vec<TokenLogprob>> {
+        while self.by_origin.front().is_some_and(|(o, _)| *o < origin) {
+            self.by_origin.pop_front();
         }
-        (!logprobs.is_empty()).then_some(logprobs)
+        match self.by_origin.front() {
+            Some((o, _)) if *o == origin => self.by_origin.pop_front().map(|(_, l)| l),
+            _ => None,
+        }
     }
 
     /// Flush the parser, emit the closing events, and mark the stream finished.
@@ -503,7 +448,8 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         };
         self.emitter
             .finish(&completion, self.tool_calls > 0, &usage, out);
-        self.pieces.clear();
+        self.by_origin.clear();
+        self.unassigned.clear();
     }
 }
 
@@ -539,28 +485,20 @@ fn describe<V: Vocabulary>(vocabulary: &V, id: u32) -> (String, Vec<u8>) {
     (escape_invalid_utf8(&bytes), bytes)
 }
 
-/// Bytes as text, each byte of an invalid or incomplete UTF-8 sequence written `\xNN`.
+/// Bytes as text; bytes that are not valid UTF-8 as a whole are written `\xNN` each, the
+/// valid ones too (the reference spells the token ` \xd0` as `\x20\xd0`).
 pub fn escape_invalid_utf8(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(valid) => {
-                text.push_str(valid);
-                break;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => {
+            use std::fmt::Write as _;
+            let mut text = String::with_capacity(bytes.len() * 4);
+            for byte in bytes {
+                let _ = write!(text, "\\x{byte:02x}");
             }
-            Err(error) => {
-                let (good, bad) = rest.split_at(error.valid_up_to());
-                text.push_str(std::str::from_utf8(good).unwrap_or_default());
-                let len = error.error_len().unwrap_or(bad.len()).max(1).min(bad.len());
-                for byte in bad.iter().take(len) {
-                    text.push_str(&format!("\\x{byte:02x}"));
-                }
-                rest = bad.get(len..).unwrap_or_default();
-            }
+            text
         }
     }
-    text
 }
 
 /// Tool-call ids: `call_<NN>_[ET_]<20 alphanumerics><4 digits>` (behavior.md §10.9).

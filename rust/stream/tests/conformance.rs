@@ -45,10 +45,12 @@ impl Accumulated {
                 ParseEvent::Text {
                     segment: Segment::Reasoning,
                     text,
+                    ..
                 } => self.reasoning.push_str(text),
                 ParseEvent::Text {
                     segment: Segment::Content,
                     text,
+                    ..
                 } => self.content.push_str(text),
                 ParseEvent::ToolCallStart { index, name } => {
                     assert_eq!(*index, self.calls.len(), "call indices are dense");

@@ -138,3 +138,86 @@ fn chunks_are_decoded_as_a_whole() {
     );
     assert_eq!(detok.pending(), 0);
 }
+
+/// An added token settles everything before it in the chunk (recorded from the wheel: ids
+/// `hello </think> 🦀[0]` give reasoning `hello` in that push, and count 2 tokens if the
+/// stream ends there); only the ordinary run after the chunk's last added token can wait.
+/// Each piece carries the number of tokens that made it.
+#[test]
+fn an_added_token_settles_the_text_before_it() {
+    use deepseek_model::SpecialToken::{Eos, ThinkingEnd};
+    use deepseek_stream::{DecodedPiece as P, Token as T};
+    let crab = "🦀".as_bytes();
+    // (name, chunks, released per chunk with token counts, pending tokens after each chunk)
+    type Row<'a> = (
+        &'static str,
+        Vec<Vec<T<'a>>>,
+        Vec<Vec<(P, usize)>>,
+        Vec<usize>,
+    );
+    let table: Vec<Row<'_>> = vec![
+        (
+            "text and </think> come out; the incomplete character after them waits",
+            vec![
+                vec![T::Bytes(b"hello"), T::Special(ThinkingEnd), T::Bytes(&crab[..2])],
+                vec![T::Bytes(&crab[2..3]), T::Bytes(&crab[3..])],
+            ],
+            vec![
+                vec![(P::Text("hello".into()), 1), (P::Special(ThinkingEnd), 1)],
+                vec![(P::Text("🦀".into()), 3)],
+            ],
+            vec![1, 0],
+        ),
+        (
+            "held tokens of an earlier chunk go with the text that completes them",
+            vec![
+                vec![T::Bytes(&crab[..2])],
+                vec![T::Bytes(&crab[2..]), T::Bytes(b"a"), T::Special(Eos), T::Bytes(b"b")],
+            ],
+            vec![
+                vec![],
+                vec![
+                    (P::Text("🦀a".into()), 3),
+                    (P::Special(Eos), 1),
+                    (P::Text("b".into()), 1),
+                ],
+            ],
+            vec![1, 0],
+        ),
+        (
+            "unknown ids belong to the run they are in",
+            vec![vec![T::Bytes(b"a"), T::Unknown, T::Special(Eos), T::Unknown]],
+            vec![vec![(P::Text("a".into()), 2), (P::Special(Eos), 1)]],
+            vec![1],
+        ),
+        (
+            "a run that decoded to nothing waits for the next text, or goes with the next added token",
+            vec![
+                vec![T::Unknown],
+                vec![T::Bytes(b"x")],
+                vec![T::Unknown, T::Added("<｜x｜>")],
+            ],
+            vec![
+                vec![],
+                vec![(P::Text("x".into()), 2)],
+                vec![(P::Added("<｜x｜>".into()), 2)],
+            ],
+            vec![1, 0, 0],
+        ),
+    ];
+    for (name, chunks, released, pending) in table {
+        let mut detok = Detokenizer::new();
+        for (i, chunk) in chunks.iter().enumerate() {
+            assert_eq!(
+                detok.push_chunk_counted(chunk),
+                released[i],
+                "{name}: chunk {i}"
+            );
+            assert_eq!(
+                detok.pending_tokens(),
+                pending[i],
+                "{name}: pending after chunk {i}"
+            );
+        }
+    }
+}

@@ -633,3 +633,102 @@ fn token_input() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// Text and token chunks mix as one input (recorded from the wheel with the V4 tokenizer):
+/// a special-token marker's newlines, plain prefix and completed token carry over a change
+/// of chunk kind; a spelling cut by the change is text, keeps the newline that breaks it,
+/// and is finished by the special token when the rest of the marker is a prefix of its
+/// spelling. One list per push, the last one for `finish`.
+#[test]
+fn text_and_token_chunks_mix() {
+    use deepseek_stream::Decoded::{Special, Text};
+    use deepseek_stream::{Decoded, Parser};
+    enum Push {
+        Text(&'static str),
+        Tokens(Vec<Decoded<'static>>),
+    }
+    let think_end = || Special(SpecialToken::ThinkingEnd);
+    let dsml = || Special(SpecialToken::Dsml);
+    type MixRow = (
+        &'static str,
+        ParsingOptions,
+        Vec<Push>,
+        Vec<Vec<&'static str>>,
+    );
+    let table: Vec<MixRow> = vec![
+        (
+            "a newline of a token chunk goes with a spelled </think>",
+            options(true),
+            vec![Push::Tokens(vec![Text("a\n")]), Push::Text("</think>b")],
+            vec![vec![], vec!["r:a", "c:b"], vec![]],
+        ),
+        (
+            "a newline of a text chunk goes with the </think> token",
+            options(true),
+            vec![
+                Push::Text("a\n"),
+                Push::Tokens(vec![think_end()]),
+                Push::Text("b"),
+            ],
+            vec![vec![], vec!["r:a"], vec!["c:b"], vec![]],
+        ),
+        (
+            "a spelling cut by the change is text",
+            options(true),
+            vec![Push::Text("a</th"), Push::Tokens(vec![Text("ink>b")])],
+            vec![vec![], vec!["r:a</th", "r:ink>b"], vec![]],
+        ),
+        (
+            "a cut spelling keeps the newline that breaks it",
+            options(true),
+            vec![
+                Push::Text("r<"),
+                Push::Tokens(vec![Text("\n\n"), think_end(), Text("x")]),
+            ],
+            vec![vec![], vec!["r:r<", "r:\n", "c:x"], vec![]],
+        ),
+        (
+            "the DSML token finishes a spelled <｜DSML, newlines included",
+            options(false),
+            vec![
+                Push::Text("a\n\n<｜DSML"),
+                Push::Tokens(vec![
+                    dsml(),
+                    Text(" calls>\n<"),
+                    dsml(),
+                    Text(" invoke name=\"f\"></"),
+                    dsml(),
+                    Text(" invoke></"),
+                    dsml(),
+                    Text(" calls>"),
+                ]),
+            ],
+            vec![vec![], vec!["c:a", "call0:f", "arg0:{}", "end0"], vec![]],
+        ),
+        (
+            "a plain < of a token chunk and a spelled DSML make the block start",
+            options(false),
+            vec![
+                Push::Tokens(vec![Text("a<")]),
+                Push::Text("｜DSML｜ calls><｜DSML｜ invoke name=\"f\"></｜DSML｜ invoke>"),
+            ],
+            vec![vec![], vec!["c:a", "call0:f", "arg0:{}", "end0"], vec![]],
+        ),
+    ];
+    for (name, options, pushes, want) in table {
+        let mut parser = Parser::new(&options);
+        let mut got = Vec::new();
+        for push in &pushes {
+            let mut events = Vec::new();
+            match push {
+                Push::Text(text) => parser.push(text, &mut events),
+                Push::Tokens(pieces) => parser.push_tokens(pieces, &mut events),
+            }
+            got.push(spell(&events));
+        }
+        let mut events = Vec::new();
+        parser.finish(&mut events);
+        got.push(spell(&events));
+        assert_eq!(got, want, "{name}");
+    }
+}

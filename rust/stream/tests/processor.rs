@@ -527,15 +527,208 @@ fn tool_call_ids_have_the_reference_shape() {
     }
 }
 
+/// A token whose bytes are not valid UTF-8 is written byte by byte, its valid bytes too
+/// (recorded from the wheel: the vocabulary's ` \xd0` is `\x20\xd0`, `о\xd0` is
+/// `\xd0\xbe\xd0`).
 #[test]
 fn invalid_utf8_is_escaped_byte_by_byte() {
-    let table: [(&[u8], &str); 4] = [
+    let table: [(&[u8], &str); 6] = [
         (b"abc", "abc"),
+        ("é".as_bytes(), "é"),
         (&[0xf0, 0x9f], "\\xf0\\x9f"),
         (&[0xab], "\\xab"),
-        (&[b'a', 0xe5, 0xbc, b'b'], "a\\xe5\\xbcb"),
+        (&[b' ', 0xd0], "\\x20\\xd0"),
+        (&[0xd0, 0xbe, 0xd0], "\\xd0\\xbe\\xd0"),
     ];
     for (bytes, expected) in table {
         assert_eq!(escape_invalid_utf8(bytes), expected);
+    }
+}
+
+/// Push every chunk, then `finish()`; the lines of each call, one list per call.
+fn run_pushes(
+    mut processor: StreamProcessor<Recorder, Vocab>,
+    chunks: Vec<InferenceChunk>,
+) -> Vec<Vec<String>> {
+    let mut calls = Vec::new();
+    for chunk in chunks {
+        let mut out = Vec::new();
+        processor.push(chunk, &mut out).unwrap();
+        calls.push(out);
+    }
+    let mut out = Vec::new();
+    processor.finish(&mut out).unwrap();
+    calls.push(out);
+    calls
+}
+
+/// (name, processor, chunks, expected lines of each push and of `finish()`)
+type PushCase = (
+    &'static str,
+    StreamProcessor<Recorder, Vocab>,
+    Vec<InferenceChunk>,
+    Vec<Vec<&'static str>>,
+);
+
+/// Text that a special token settled comes out in that push, and counts, even when the
+/// chunk goes on into an incomplete character; text and token chunks interleave as if the
+/// input were one kind. Recorded from the wheel with the real vocabulary (`hello` for `r`,
+/// ids 3574 102 225 for the crab), here with the test vocabulary. One list per push, the
+/// last one for `finish()`.
+#[test]
+fn settled_text_is_not_held_back() {
+    let length = InferenceChunk::Finish(FinishReason::Length);
+    let stop = |sequence: &str| ParsingOptions {
+        stop_sequences: vec![sequence.to_owned()],
+        ..options(true)
+    };
+    let with = |options: ParsingOptions| {
+        StreamProcessor::new(Recorder, &options, true, Some(Vocab::new())).with_id_seed(7)
+    };
+    let cases: Vec<PushCase> = vec![
+        (
+            "reasoning before </think> comes out in that push; the character after it waits",
+            processor(true, true),
+            vec![tokens(&[13, 100, 20]), tokens(&[21, 22])],
+            vec![
+                vec!["start 0 0 None", "reasoning \"r\""],
+                vec!["content \"🦀\""],
+                vec!["finish Ended tools=false completion=5 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a Length finish counts the settled tokens, not the held ones",
+            processor(true, true),
+            vec![tokens(&[13, 13, 13, 100, 20]), length.clone()],
+            vec![
+                vec!["start 0 0 None", "reasoning \"rrr\""],
+                vec!["finish Finished(Length) tools=false completion=4 reasoning=Some(1)"],
+                vec![],
+            ],
+        ),
+        (
+            "an end of sentence settles the text before it",
+            processor(true, true),
+            vec![tokens(&[13, 1, 13, 20]), length],
+            vec![
+                vec![
+                    "start 0 0 None",
+                    "reasoning \"r\"",
+                    "reasoning \"<｜end▁of▁sentence｜>\"",
+                ],
+                vec!["finish Finished(Length) tools=false completion=2 reasoning=Some(1)"],
+                vec![],
+            ],
+        ),
+        (
+            "tokens after a stop sequence's piece are not counted",
+            with(stop("xr")),
+            vec![tokens(&[100, 14, 13, 1, 14])],
+            vec![
+                vec![
+                    "start 0 0 None",
+                    "finish StopSequence(\"xr\") tools=false completion=3 reasoning=Some(0)",
+                ],
+                vec![],
+            ],
+        ),
+        (
+            "ids that decode to nothing at the end are not counted",
+            processor(true, true),
+            vec![tokens(&[13]), tokens(&[999])],
+            vec![
+                vec!["start 0 0 None", "reasoning \"r\""],
+                vec![],
+                vec!["finish Ended tools=false completion=1 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a newline from a token chunk goes with </think> in a text chunk",
+            processor(true, true),
+            vec![tokens(&[13, 12]), text("</think>x")],
+            vec![
+                vec!["start 0 0 None"],
+                vec!["reasoning \"r\"", "content \"x\""],
+                vec!["finish Ended tools=false completion=3 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a newline from a text chunk goes with the </think> token",
+            processor(true, true),
+            vec![text("r\n"), tokens(&[12]), tokens(&[100]), text("x")],
+            vec![
+                vec!["start 0 0 None"],
+                vec![],
+                vec!["reasoning \"r\""],
+                vec!["content \"x\""],
+                vec!["finish Ended tools=false completion=4 reasoning=Some(1)"],
+            ],
+        ),
+        (
+            "a spelling cut by the switch to tokens keeps the newline that breaks it",
+            processor(true, true),
+            vec![text("r<"), tokens(&[12, 12, 100, 14])],
+            vec![
+                vec!["start 0 0 None"],
+                vec!["reasoning \"r<\"", "reasoning \"\\n\"", "content \"x\""],
+                vec!["finish Ended tools=false completion=5 reasoning=Some(1)"],
+            ],
+        ),
+    ];
+    for (name, processor, chunks, expected) in cases {
+        assert_eq!(run_pushes(processor, chunks), expected, "{name}");
+    }
+}
+
+/// Logprobs go by origin: each piece's tokens (the held ones of an incomplete character and
+/// ids that decode to nothing included) ride on the first event made from it; a piece the
+/// parser swallows whole drops them (recorded from the wheel).
+#[test]
+fn logprobs_are_attributed_by_origin() {
+    let cases: Vec<(&str, Vec<InferenceChunk>, Vec<&str>)> = vec![
+        (
+            "the newline eaten with </think> stays with the text of its piece",
+            vec![
+                tokens_lp(&[13, 12], -1.0),
+                tokens_lp(&[100, 20], -3.0),
+                tokens_lp(&[21], -5.0),
+                tokens_lp(&[22], -6.0),
+            ],
+            vec![
+                "start 0 0 None",
+                "reasoning \"r\" lp[r=-1,\n=-2]",
+                "content \"🦀\" lp[\\xf0\\x9f=-4,\\xa6=-5,\\x80=-6]",
+            ],
+        ),
+        (
+            "pieces of one chunk each carry their own",
+            vec![tokens_lp(&[13, 1, 13, 100, 12, 14], -1.0)],
+            vec![
+                "start 0 0 None",
+                "reasoning \"r\" lp[r=-1]",
+                "reasoning \"<｜end▁of▁sentence｜>\" lp[<｜end▁of▁sentence｜>=-2]",
+                "reasoning \"r\" lp[r=-3]",
+                "content \"x\" lp[\n=-5,x=-6]",
+            ],
+        ),
+        (
+            "an id without text lends its logprob to the next piece",
+            vec![
+                tokens_lp(&[100], -1.0),
+                tokens_lp(&[999], -2.0),
+                tokens_lp(&[999, 1], -3.0),
+                tokens_lp(&[14], -5.0),
+            ],
+            vec![
+                "start 0 0 None",
+                "content \"<｜end▁of▁sentence｜>\" lp[=-2,=-3,<｜end▁of▁sentence｜>=-4]",
+                "content \"x\" lp[x=-5]",
+            ],
+        ),
+    ];
+    for (name, chunks, expected) in cases {
+        let mut lines = run(processor(true, true), chunks);
+        lines.pop(); // the finish line
+        assert_eq!(lines, expected, "{name}");
     }
 }

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use deepseek_model::ConversationRequest;
+use deepseek_model::{ConversationRequest, ThinkingInitialStage};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
 use deepseek_stream::Segment;
 
@@ -30,6 +30,10 @@ pub struct ChatCompletionChunkGenerator {
     /// Unix seconds, the same for every chunk of the stream.
     pub created: u64,
     pub thinking: bool,
+    /// What the first chunk announces: reasoning when the stream is in thinking mode and
+    /// the parser starts in reasoning, content otherwise (an assistant prefix continued as
+    /// content, or a request whose parsing options start in content).
+    pub opens: Segment,
     pub usage_key: UsageKey,
 }
 
@@ -41,11 +45,21 @@ impl ChatCompletionChunkGenerator {
         } else {
             UsageKey::Null
         };
+        let thinking = request.conversation.thinking_mode;
+        let starts_in_reasoning = request
+            .parsing_options
+            .thinking_initial_stage
+            .is_some_and(ThinkingInitialStage::starts_in_reasoning);
         Self {
             id: id.into(),
             model: model.into(),
             created: unix_now(),
-            thinking: request.conversation.thinking_mode,
+            thinking,
+            opens: if thinking && starts_in_reasoning {
+                Segment::Reasoning
+            } else {
+                Segment::Content
+            },
             usage_key,
         }
     }
@@ -69,8 +83,9 @@ pub fn unix_now() -> u64 {
 /// The `delta` of one chunk.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delta {
-    /// The first chunk: `{"role":"assistant",…}`.
-    Role,
+    /// The first chunk: `{"role":"assistant",…}`, announcing the segment the stream opens
+    /// with (its empty string; in thinking mode the other segment is `null`).
+    Role(Segment),
     Reasoning(String),
     Content(String),
     ToolCallStart {
@@ -156,12 +171,19 @@ impl ChatCompletionChunk {
 
     fn write_delta(&self, out: &mut String) {
         match &self.delta {
-            Delta::Role if self.thinking => {
+            Delta::Role(Segment::Reasoning) => {
                 out.push_str(
                     "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"\"}",
                 );
             }
-            Delta::Role => out.push_str("{\"role\":\"assistant\",\"content\":\"\"}"),
+            Delta::Role(Segment::Content) if self.thinking => {
+                out.push_str(
+                    "{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":null}",
+                );
+            }
+            Delta::Role(Segment::Content) => {
+                out.push_str("{\"role\":\"assistant\",\"content\":\"\"}");
+            }
             Delta::Reasoning(text) => {
                 out.push_str("{\"content\":null,\"reasoning_content\":");
                 push_str(out, text);
@@ -237,7 +259,7 @@ impl Emitter for ChatEmitter {
         out: &mut Vec<ChatCompletionChunk>,
     ) {
         self.system_fingerprint = system_fingerprint.map(Arc::from);
-        out.push(self.chunk(Delta::Role));
+        out.push(self.chunk(Delta::Role(self.generator.opens)));
     }
 
     fn text(
@@ -374,8 +396,8 @@ impl ChatCompletionResponse {
         }
         let choice = self.choice.get_or_insert_with(Choice::default);
         match chunk.delta {
-            Delta::Role => {
-                if chunk.thinking && choice.reasoning.is_none() {
+            Delta::Role(opens) => {
+                if opens == Segment::Reasoning && choice.reasoning.is_none() {
                     choice.reasoning = Some(String::new());
                 }
             }
@@ -501,7 +523,7 @@ fn write_choice(out: &mut String, choice: &Choice) {
 }
 
 fn push_usage(out: &mut String, usage: &ChatUsage) {
-    let total = usage.prompt_tokens.saturating_add(usage.completion_tokens);
+    let total = usage.prompt_tokens.wrapping_add(usage.completion_tokens);
     let miss = usage.prompt_tokens.saturating_sub(usage.cached_tokens);
     let _ = write!(
         out,

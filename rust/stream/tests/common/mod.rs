@@ -42,10 +42,12 @@ impl Outcome {
                 ParseEvent::Text {
                     segment: Segment::Reasoning,
                     text,
+                    ..
                 } => self.reasoning.push_str(text),
                 ParseEvent::Text {
                     segment: Segment::Content,
                     text,
+                    ..
                 } => self.content.push_str(text),
                 ParseEvent::ToolCallStart { index, name } => {
                     assert_eq!(*index, self.calls.len(), "dense call indices");
@@ -114,10 +116,12 @@ pub fn spell(events: &[ParseEvent]) -> Vec<String> {
             ParseEvent::Text {
                 segment: Segment::Reasoning,
                 text,
+                ..
             } => format!("r:{text}"),
             ParseEvent::Text {
                 segment: Segment::Content,
                 text,
+                ..
             } => format!("c:{text}"),
             ParseEvent::ToolCallStart { index, name } => format!("call{index}:{name}"),
             ParseEvent::ToolCallArguments { index, fragment } => format!("arg{index}:{fragment}"),

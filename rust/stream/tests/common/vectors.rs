@@ -72,10 +72,12 @@ pub fn our_deltas(events: &[ParseEvent]) -> Vec<Delta> {
             ParseEvent::Text {
                 segment: Segment::Reasoning,
                 text,
+                ..
             } => Some(Delta::Reasoning(text.clone())),
             ParseEvent::Text {
                 segment: Segment::Content,
                 text,
+                ..
             } => Some(Delta::Content(text.clone())),
             ParseEvent::ToolCallStart { index, name } => {
                 Some(Delta::ToolStart(*index as u64, name.clone()))

@@ -573,7 +573,7 @@ impl Emitter for ResponsesEmitter {
             output_tokens_details: OutputTokensDetails {
                 reasoning_tokens: usage.reasoning_tokens.unwrap_or(0),
             },
-            total_tokens: prompt.prompt_tokens.saturating_add(usage.completion_tokens),
+            total_tokens: prompt.prompt_tokens.wrapping_add(usage.completion_tokens),
         });
         let sequence_number = self.next_sequence();
         out.push(if incomplete.is_some() {

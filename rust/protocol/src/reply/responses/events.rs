@@ -25,11 +25,12 @@ pub enum Phase {
     Commentary,
 }
 
-/// One alternative of a token's top logprobs.
+/// One alternative of a token's top logprobs. Logprobs are single-precision, as the
+/// reference prints them (`-0.1234567890123` → `-0.12345679`, out of range → `null`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TopLogprob {
     pub token: String,
-    pub logprob: f64,
+    pub logprob: f32,
     pub bytes: Vec<u8>,
 }
 
@@ -37,7 +38,7 @@ pub struct TopLogprob {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Logprob {
     pub token: String,
-    pub logprob: f64,
+    pub logprob: f32,
     pub bytes: Vec<u8>,
     pub top_logprobs: Vec<TopLogprob>,
 }
@@ -46,14 +47,14 @@ impl From<&TokenLogprob> for Logprob {
     fn from(lp: &TokenLogprob) -> Self {
         Logprob {
             token: lp.token.clone(),
-            logprob: lp.logprob,
+            logprob: lp.logprob as f32,
             bytes: lp.bytes.clone(),
             top_logprobs: lp
                 .top_logprobs
                 .iter()
                 .map(|t| TopLogprob {
                     token: t.token.clone(),
-                    logprob: t.logprob,
+                    logprob: t.logprob as f32,
                     bytes: t.bytes.clone(),
                 })
                 .collect(),
