@@ -114,6 +114,24 @@ def test_sglang_backend_reads_cumulative_ids_and_cache_hits(frontend: Frontend, 
     assert usage["prompt_tokens_details"]["cached_tokens"] == 256
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_cache_hits_reported_after_the_output_reach_the_usage(
+    frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread], stream: bool
+) -> None:
+    """vLLM reports prefix-cache hits only in its final usage chunk, after every token."""
+    engine, engine_http = engine_server
+    engine.cached_tokens = 64
+    with serving(gateway_for(frontend, CompletionsBackend(engine_http.url))) as server:
+        extra: dict[str, Any] = {"stream_options": {"include_usage": True}} if stream else {}
+        response = chat(server.url, stream=stream, **extra)
+    if stream:
+        usage = check_stream("chat", response.content)[-1]["usage"]
+    else:
+        usage = check_response("chat", response.content)["usage"]
+    assert usage["prompt_tokens_details"]["cached_tokens"] == 64
+    assert usage["prompt_cache_hit_tokens"] == 64
+
+
 def test_client_disconnect_closes_the_engine_connection(
     frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread]
 ) -> None:

@@ -583,6 +583,9 @@ class StreamProcessor:
         """Flush and complete the stream; ``[]`` once completed."""
     def close(self) -> None:
         """Release the processor without completing the stream."""
+    def update_prompt_usage(self, prompt_usage: PromptUsage) -> None:
+        """Report ``prompt_usage`` at completion instead of the ``ready`` chunk's (an engine that
+        counts cached prompt tokens only at the end); events already produced keep theirs."""
 
 @final
 class ResponsesRequest:

@@ -205,6 +205,13 @@ class Decoder:
         )
         return self._processor.push(InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint))
 
+    def update_usage(self, *, prompt_tokens: int, cached_tokens: int) -> None:
+        """Prompt usage the engine reported late (after its output began): the final usage says
+        this; events already produced keep what :meth:`start` said."""
+        self.prompt_tokens, self.cached_tokens = prompt_tokens, cached_tokens
+        usage = PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
+        self._processor.update_prompt_usage(usage)
+
     def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None) -> list[Event]:
         """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given)."""
         return self._processor.push(InferenceChunk.tokens(token_ids, logprobs))

@@ -143,10 +143,13 @@ class Exchange:
         while True:
             events: list[Event] = []
             for chunk in batch:
+                late = decoding and (chunk.prompt_tokens is not None or chunk.cached_tokens is not None)
                 if chunk.prompt_tokens is not None:
                     record.prompt_tokens = chunk.prompt_tokens
                 if chunk.cached_tokens is not None:
                     record.cached_tokens = chunk.cached_tokens
+                if late:  # e.g. vLLM reports its prefix-cache hits with the final usage
+                    decoder.update_usage(prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens)
                 if not decoding and (chunk.token_ids or chunk.text or chunk.finish_reason):
                     # The first output: the engine has reported what it will about the prompt.
                     decoding = True

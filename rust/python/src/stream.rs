@@ -73,6 +73,7 @@ pub trait ProtocolProcessor: Send + Sync {
     fn finish(&mut self) -> Result<Box<dyn PyEvents>, StreamError>;
     fn close(&mut self);
     fn finished(&self) -> bool;
+    fn update_prompt_usage(&mut self, prompt: PromptUsage);
 }
 
 impl<E> ProtocolProcessor for StreamProcessor<E, TokenizerVocabulary>
@@ -98,6 +99,10 @@ where
 
     fn finished(&self) -> bool {
         StreamProcessor::finished(self)
+    }
+
+    fn update_prompt_usage(&mut self, prompt: PromptUsage) {
+        StreamProcessor::update_prompt_usage(self, prompt);
     }
 }
 
@@ -393,5 +398,12 @@ impl PyStreamProcessor {
     /// Release the processor without completing the stream.
     fn close(&self, py: Python<'_>) {
         self.with(py, |inner| inner.close());
+    }
+
+    /// Report ``prompt_usage`` at completion instead of the ``ready`` chunk's (for engines that
+    /// count cached prompt tokens only at the end); events already produced keep theirs.
+    fn update_prompt_usage(&self, py: Python<'_>, prompt_usage: PyRef<'_, PyPromptUsage>) {
+        let usage = prompt_usage.inner;
+        self.with(py, move |inner| inner.update_prompt_usage(usage));
     }
 }

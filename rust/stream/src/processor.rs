@@ -271,6 +271,12 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         }
     }
 
+    /// Replace the prompt-side usage the completion reports (an engine that counts cached
+    /// prompt tokens only at the end of its output). Opening events keep what `ready` said.
+    pub fn update_prompt_usage(&mut self, prompt: PromptUsage) {
+        self.prompt = prompt;
+    }
+
     /// Release the processor without finishing: later calls fail with "is closed".
     pub fn close(&mut self) {
         self.state = State::Closed;
