@@ -553,11 +553,23 @@ mod tests {
         // (names taken beforehand, claims as (name, base), names the claims get)
         type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
         let cases: [Case<'_>; 5] = [
-            (&[], &[("a", "a"), ("a", "a"), ("a", "a")], &["a", "a_1", "a_2"]),
-            (&["a", "a_2"], &[("a", "a"), ("a", "a"), ("a", "a")], &["a_1", "a_3", "a_4"]),
+            (
+                &[],
+                &[("a", "a"), ("a", "a"), ("a", "a")],
+                &["a", "a_1", "a_2"],
+            ),
+            (
+                &["a", "a_2"],
+                &[("a", "a"), ("a", "a"), ("a", "a")],
+                &["a_1", "a_3", "a_4"],
+            ),
             (&["a_1"], &[("a", "a"), ("a", "a")], &["a", "a_2"]),
             // A claim made after other names were added still finds the first free suffix.
-            (&["b"], &[("b", "b"), ("b_2", "b"), ("b", "b")], &["b_1", "b_2", "b_3"]),
+            (
+                &["b"],
+                &[("b", "b"), ("b_2", "b"), ("b", "b")],
+                &["b_1", "b_2", "b_3"],
+            ),
             (&["x"], &[("x_2", "x"), ("x", "x")], &["x_2", "x_1"]),
         ];
         for (before, claims, want) in cases {
