@@ -8,6 +8,10 @@ from collections.abc import Callable
 def assert_linear_growth(cost: Callable[[int], float], n: int) -> None:
     """``cost(4 * n)`` is at most 6x ``cost(n)`` (linear is 4x, quadratic 16x).
 
+    ``cost`` should return the CPU time the call took (``time.process_time``, all of this
+    process's threads): on a shared machine, wall time also counts the other processes
+    that run meanwhile, and two cores shared by three builds made linear paths look 7-9x.
+
     Small and large calls alternate (so drift on a shared machine hits both) and each side keeps
     its fastest of five. One comparison of milliseconds-long calls can still lose to noise, so a
     failing comparison is measured again, up to three times; a quadratic path (16x) fails all.
