@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import deepseek_recipe as dr
+from tests.growth import assert_linear_growth
 
 MODEL = "DeepSeek-V4-Pro"
 PROTOCOLS: list[Callable[[Any], Any]] = [dr.ChatCompletionRequest, dr.ResponsesRequest, dr.MessagesRequest]
@@ -133,26 +134,6 @@ def test_huge_strings_convert_render_and_encode(tokenizer: dr.Tokenizer) -> None
     assert ids.count(128803) == 1  # only the template's User token; the 200,000 typed ones stay text
 
 
-def assert_linear_growth(cost: Callable[[int], float], n: int) -> None:
-    """``cost(4 * n)`` is at most 6x ``cost(n)`` (linear is 4x, quadratic 16x).
-
-    Small and large calls alternate (so drift on a shared machine hits both) and each side keeps
-    its fastest of five. One comparison of milliseconds-long calls can still lose to noise, so a
-    failing comparison is measured again, up to three times; a quadratic path (16x) fails all.
-    """
-    cost(n // 10)  # warm up
-    ratios: list[float] = []
-    for _ in range(3):
-        small, large = float("inf"), float("inf")
-        for _ in range(5):
-            small = min(small, cost(n))
-            large = min(large, cost(4 * n))
-        ratios.append(large / small)
-        if ratios[-1] <= 6:
-            return
-    raise AssertionError(f"4x the input cost {', '.join(f'{r:.1f}x' for r in ratios)} the time")
-
-
 def test_linear_growth_of_conversion_and_encoding(tokenizer: dr.Tokenizer) -> None:
     """No quadratic path on long text, from request to ids."""
 
@@ -163,10 +144,10 @@ def test_linear_growth_of_conversion_and_encoding(tokenizer: dr.Tokenizer) -> No
         # answer it: this times the cold path, which is what must stay linear.
         unit = f"lorem{next(calls)} ipsum dolor 12345 "
         body = {"model": MODEL, "messages": [{"role": "user", "content": unit * n}]}
-        start = time.perf_counter()
+        start = time.process_time()
         converted = convert_chat(body)
         dr.DeepseekV4Encoding().with_tokenizer(tokenizer).encode(converted.conversation)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     assert_linear_growth(cost, 20_000)
 
@@ -174,9 +155,9 @@ def test_linear_growth_of_conversion_and_encoding(tokenizer: dr.Tokenizer) -> No
 def test_many_messages_stay_linear() -> None:
     def cost(n: int) -> float:
         msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(n)]
-        start = time.perf_counter()
+        start = time.process_time()
         converted = convert_chat({"model": MODEL, "messages": msgs + [{"role": "user", "content": "end"}]})
         dr.DeepseekV4Encoding().render_conversation(converted.conversation)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     assert_linear_growth(cost, 5_000)

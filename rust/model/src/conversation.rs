@@ -206,23 +206,26 @@ impl ConversationRequest {
     }
 
     /// The completion budget for a prompt of `prompt_tokens` in a context of `context_limit`.
+    /// Counts are `u32` as in the reference (larger values are refused where Python calls
+    /// in), and the prompt plus the requested budget saturates at `u32::MAX` before it is
+    /// compared with the context (pinned by `tests/test_resolve_max_tokens.py`).
     pub fn resolve_max_tokens(
         &self,
-        prompt_tokens: u64,
-        context_limit: u64,
-    ) -> Result<u64, ConversionError> {
-        let too_long = |requested: u64| {
+        prompt_tokens: u32,
+        context_limit: u32,
+    ) -> Result<u32, ConversionError> {
+        let too_long = |requested: u32| {
             ConversionError::new(format!(
                 "This model's maximum context length is {context_limit} tokens. However, you requested {total} tokens ({prompt_tokens} in the messages, {requested} in the completion). Please reduce the length of the messages or completion.",
                 total = prompt_tokens.saturating_add(requested)
             ))
         };
+        let room = context_limit.saturating_sub(prompt_tokens);
         if let Some(requested) = self.inference_options.max_tokens {
-            let requested = u64::from(requested);
             if prompt_tokens.saturating_add(requested) > context_limit {
                 return Err(too_long(requested));
             }
-            return Ok(requested);
+            return Ok(requested.min(room).max(1));
         }
         let conversation = &self.conversation;
         let default = if !conversation.thinking_mode {
@@ -235,6 +238,61 @@ impl ConversationRequest {
         if prompt_tokens > context_limit {
             return Err(too_long(0));
         }
-        Ok(default.min(context_limit - prompt_tokens).max(1))
+        Ok(default.min(room).max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_max_tokens_table() {
+        const MAX: u32 = u32::MAX;
+        // (name, max_tokens, prompt, context, Ok(budget) or Err(total the message reports))
+        type Case = (&'static str, Option<u32>, u32, u32, Result<u32, u32>);
+        let cases: [Case; 10] = [
+            ("the requested budget fits", Some(5), 100, 105, Ok(5)),
+            ("one token too many", Some(5), 100, 104, Err(105)),
+            ("the sum saturates and fits", Some(5), MAX, MAX, Ok(1)),
+            (
+                "a saturated sum is reported saturated",
+                Some(5),
+                MAX,
+                0,
+                Err(MAX),
+            ),
+            (
+                "the budget is cut to the room left",
+                Some(MAX),
+                MAX - 5,
+                MAX,
+                Ok(5),
+            ),
+            ("no room left still gives one", None, 7, 7, Ok(1)),
+            ("the default budget", None, 0, MAX, Ok(65536)),
+            (
+                "the default is cut to the room left",
+                None,
+                100,
+                150,
+                Ok(50),
+            ),
+            ("a prompt over the context", None, 100, 50, Err(100)),
+            ("an empty context", Some(5), 0, 0, Err(5)),
+        ];
+        for (name, max_tokens, prompt, context, want) in cases {
+            let mut request =
+                ConversationRequest::new(Conversation::default(), ModelVersion::DeepseekV4Pro);
+            request.inference_options.max_tokens = max_tokens;
+            let got = request
+                .resolve_max_tokens(prompt, context)
+                .map_err(|e| e.message);
+            let want = want.map_err(|total| {
+                let requested = max_tokens.unwrap_or(0);
+                format!("This model's maximum context length is {context} tokens. However, you requested {total} tokens ({prompt} in the messages, {requested} in the completion). Please reduce the length of the messages or completion.")
+            });
+            assert_eq!(got, want, "{name}");
+        }
     }
 }

@@ -120,8 +120,10 @@ pub fn sampling_with_tools(
 
 const THINKING_TOP_P_FLOOR: f32 = 0.95;
 
-/// §3: check `max_tokens` against the bound of the resolved thinking mode. With `lower`
-/// (Messages), values above the bound are lowered to it instead of rejected.
+/// §3: check `max_tokens` against the bound of the resolved thinking mode: the value must
+/// lie in `[1, bound]`. With `lower` (Messages) a value above the bound is first lowered to
+/// it, so with a bound of 0 every value is rejected (pinned by
+/// `tests/test_max_tokens_bounds.py`).
 pub fn check_max_tokens(
     max_tokens: Option<u32>,
     thinking_mode: bool,
@@ -136,22 +138,17 @@ pub fn check_max_tokens(
     } else {
         options.non_thinking_max_tokens_upper_bound
     };
-    let out_of_range = || {
-        ConversionError::new(format!(
-            "Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"
-        ))
+    let value = if lower {
+        requested.min(bound)
+    } else {
+        requested
     };
-    if requested == 0 {
-        return Err(out_of_range());
+    if value == 0 || value > bound {
+        return Err(ConversionError::new(format!(
+            "Invalid max_tokens value, the valid range of max_tokens is [1, {bound}]"
+        )));
     }
-    if requested > bound {
-        return if lower {
-            Ok(Some(bound))
-        } else {
-            Err(out_of_range())
-        };
-    }
-    Ok(Some(requested))
+    Ok(Some(value))
 }
 
 /// §3: `top_logprobs` in [0, 20].
@@ -260,6 +257,46 @@ pub fn is_et_call_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_tokens_bound_table() {
+        // (name, max_tokens, bound, lower (Messages), result: Ok(value) or Err(bound))
+        type Case = (&'static str, u32, u32, bool, Result<u32, u32>);
+        let cases: [Case; 12] = [
+            ("zero is rejected", 0, 5, false, Err(5)),
+            ("zero is rejected when lowering", 0, 5, true, Err(5)),
+            ("one fits", 1, 5, false, Ok(1)),
+            ("the bound fits", 5, 5, false, Ok(5)),
+            ("above the bound is rejected", 6, 5, false, Err(5)),
+            ("above the bound is lowered", 6, 5, true, Ok(5)),
+            ("far above the bound is lowered", u32::MAX, 5, true, Ok(5)),
+            ("a bound of 0 rejects everything", 1, 0, false, Err(0)),
+            (
+                "a bound of 0 rejects everything when lowering",
+                1024,
+                0,
+                true,
+                Err(0),
+            ),
+            ("a bound of 1 lowers to 1", 1024, 1, true, Ok(1)),
+            ("a bound of 1 rejects 2", 2, 1, false, Err(1)),
+            ("the largest bound", u32::MAX, u32::MAX, false, Ok(u32::MAX)),
+        ];
+        for (name, max_tokens, bound, lower, want) in cases {
+            let options = ConversionOptions {
+                thinking_max_tokens_upper_bound: bound,
+                non_thinking_max_tokens_upper_bound: 7,
+                ..ConversionOptions::default()
+            };
+            let got = check_max_tokens(Some(max_tokens), true, &options, lower)
+                .map(|v| v.unwrap_or_default())
+                .map_err(|e| e.message);
+            let want = want.map_err(|b| {
+                format!("Invalid max_tokens value, the valid range of max_tokens is [1, {b}]")
+            });
+            assert_eq!(got, want, "{name}");
+        }
+    }
 
     #[test]
     fn thinking_resolution_table() {

@@ -408,7 +408,7 @@ impl PyConversationRequest {
     fn stream(&self) -> bool {
         self.inner.stream
     }
-    fn resolve_max_tokens(&self, prompt_tokens: u64, context_limit: u64) -> PyResult<u64> {
+    fn resolve_max_tokens(&self, prompt_tokens: u32, context_limit: u32) -> PyResult<u32> {
         self.inner
             .resolve_max_tokens(prompt_tokens, context_limit)
             .map_err(errors::conversion)

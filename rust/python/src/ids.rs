@@ -69,6 +69,8 @@ impl<I: Iterator<Item = u32>> Iterator for Counted<I> {
     }
 }
 
+impl<I: Iterator<Item = u32>> ExactSizeIterator for Counted<I> {}
+
 /// A prompt's ids as a new Python list. A prompt that extends a recent one shares its
 /// front ids with it in memory, but its list is still built id by id: copying a kept list
 /// costs as much per id (CPython increments each int's count either way), and keeping a

@@ -139,7 +139,8 @@ pub struct PyImageSource {
 fn detail(detail: &str) -> PyResult<ImageDetail> {
     ImageDetail::parse(detail).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "invalid image detail \"{detail}\"; expected \"low\", \"high\", \"original\", or \"auto\""
+            // The value quoted as Rust's `Debug` quotes it, as in the reference.
+            "invalid detail {detail:?}; expected \"low\", \"high\", \"original\", or \"auto\""
         ))
     })
 }

@@ -1,9 +1,9 @@
 //! Python values to JSON values and back, with the reference's errors for what JSON cannot
-//! hold (cycles, depth, NaN, huge ints, sets, non-str keys).
+//! hold (cycles, depth, NaN, huge ints, other types by their type name, non-str keys).
 
 use pyo3::exceptions::{PyOverflowError, PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
 /// The most containers a Python value tree may nest (the body dict itself counts).
@@ -41,9 +41,6 @@ fn convert(obj: &Bound<'_, PyAny>, open: &mut Vec<usize>) -> PyResult<Value> {
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(s.to_str()?.to_owned()));
-    }
-    if obj.is_instance_of::<PySet>() || obj.is_instance_of::<PyFrozenSet>() {
-        return Err(PyTypeError::new_err("set is not a JSON value"));
     }
     let is_dict = obj.is_instance_of::<PyDict>();
     let is_seq = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>();

@@ -141,7 +141,8 @@ impl Tokenizer {
                 self.added_token_id(spelling).ok_or_else(|| {
                     TokenizeError::conversation(
                         TokenizeErrorKind::MissingSpecialToken,
-                        format_args!("special token \"{spelling}\" is not in the added vocabulary"),
+                        // Quoted and escaped as Rust's `Debug` does, as in the reference.
+                        format_args!("special token {spelling:?} is not in the added vocabulary"),
                     )
                 })
             })

@@ -53,19 +53,49 @@ fn from_str_and_from_file_load_the_same_tokenizer() {
 #[test]
 fn special_spelling_missing_from_the_added_vocabulary() {
     let tokenizer = common::tokenizer();
+    // (name, prompt, the special spelling it ends with, how the error quotes it: as Rust's
+    // `Debug` does, control and invisible characters escaped, as in the reference)
     let cases = [
-        ("v4.1 system token", "<｜System｜>", "<｜System｜>"),
-        ("custom thinking end", "a</reasoning>", "</reasoning>"),
-        ("plain word", "hello", "hello"),
+        (
+            "v4.1 system token",
+            "<｜System｜>",
+            "<｜System｜>",
+            "\"<｜System｜>\"",
+        ),
+        (
+            "custom thinking end",
+            "a</reasoning>",
+            "</reasoning>",
+            "\"</reasoning>\"",
+        ),
+        ("plain word", "hello", "hello", "\"hello\""),
+        (
+            "control characters are escaped",
+            "<\u{1}x\ty\n\r\0>",
+            "<\u{1}x\ty\n\r\0>",
+            r#""<\u{1}x\ty\n\r\0>""#,
+        ),
+        (
+            "quotes and backslashes are escaped",
+            "<\"\\'>",
+            "<\"\\'>",
+            r#""<\"\\'>""#,
+        ),
+        (
+            "invisible characters are escaped",
+            "<\u{200b}\u{ad}\u{2028}\u{7f}>",
+            "<\u{200b}\u{ad}\u{2028}\u{7f}>",
+            r#""<\u{200b}\u{ad}\u{2028}\u{7f}>""#,
+        ),
     ];
-    for (name, prompt, spelling) in cases {
+    for (name, prompt, spelling, quoted) in cases {
         let start = prompt.len() - spelling.len();
         let error = tokenizer
             .encode_prompt(prompt, &[start..prompt.len()])
             .unwrap_err();
         assert_eq!(
             error.message,
-            format!("failed to encode conversation: special token \"{spelling}\" is not in the added vocabulary"),
+            format!("failed to encode conversation: special token {quoted} is not in the added vocabulary"),
             "{name}"
         );
         assert_eq!(error.kind, TokenizeErrorKind::MissingSpecialToken, "{name}");

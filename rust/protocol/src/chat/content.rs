@@ -8,7 +8,7 @@ use deepseek_model::{ConversionError, ImageDetail, ModelVersion};
 
 use super::image_url::{check_file_data, image_source};
 use super::wire::{ChatCompletionRequestContentBlock as ContentPart, Content, WireImageDetail};
-use crate::images::{FILE_ID_UNSUPPORTED, UNSUPPORTED_IMAGE_TEXT};
+use crate::images::{link_too_long, FILE_ID_UNSUPPORTED, UNSUPPORTED_IMAGE_TEXT};
 use crate::placeholder_text::PlaceholderText;
 
 const IMAGE_IN_ASSISTANT: &str = "Image in assistant message is not supported";
@@ -43,6 +43,9 @@ impl ContentContext<'_> {
             Content::Parts(parts) => parts,
         };
         let path = format!(".messages[{index}]");
+        if self.version.is_v41() {
+            check_parts(&parts, &path)?;
+        }
         let mut out = PlaceholderText::default();
         for part in parts {
             let (url, detail) = match part {
@@ -58,24 +61,9 @@ impl ContentContext<'_> {
                     image_url.url,
                     image_url.detail.map_or(ImageDetail::High, image_detail),
                 ),
-                // A file part is an image given as `file_data`; its own checks come first.
-                ContentPart::File {
-                    file_id, file_data, ..
-                } => {
-                    let file_data = match (file_id, file_data) {
-                        (Some(_), Some(_)) => {
-                            return Err(at(&path, "file cannot have both file_id and file_data"))
-                        }
-                        (Some(_), None) => {
-                            return Err(at(&path, FILE_ID_UNSUPPORTED));
-                        }
-                        (None, None) => {
-                            return Err(at(&path, "file must have a file_id or file_data"))
-                        }
-                        (None, Some(file_data)) => file_data,
-                    };
-                    check_file_data(&file_data, &path)?;
-                    (file_data, ImageDetail::High)
+                // A file part is an image given as `file_data` (checked by `check_parts`).
+                ContentPart::File { file_data, .. } => {
+                    (file_data.unwrap_or_default(), ImageDetail::High)
                 }
             };
             if policy == ImagePolicy::Rejected {
@@ -85,6 +73,35 @@ impl ContentContext<'_> {
         }
         Ok(out)
     }
+}
+
+/// The first pass over a V4.1 part list, in order, before any URL is classified or an
+/// assistant's image refused: a `file` part must carry valid image `file_data` (not a file
+/// id), and an external `image_url` must fit the link limit (its error names the part).
+fn check_parts(parts: &[ContentPart], path: &str) -> Result<(), ConversionError> {
+    for (j, part) in parts.iter().enumerate() {
+        match part {
+            ContentPart::Text { .. } => {}
+            ContentPart::ImageUrl { image_url } => {
+                if let Some(what) = link_too_long(&image_url.url, "image_url.url ") {
+                    return Err(ConversionError::new(format!(
+                        "{path}.image_url.url[{j}]: {what}"
+                    )));
+                }
+            }
+            ContentPart::File {
+                file_id, file_data, ..
+            } => match (file_id, file_data) {
+                (Some(_), Some(_)) => {
+                    return Err(at(path, "file cannot have both file_id and file_data"))
+                }
+                (Some(_), None) => return Err(at(path, FILE_ID_UNSUPPORTED)),
+                (None, None) => return Err(at(path, "file must have a file_id or file_data")),
+                (None, Some(file_data)) => check_file_data(file_data, path)?,
+            },
+        }
+    }
+    Ok(())
 }
 
 fn at(path: &str, what: &str) -> ConversionError {

@@ -1,10 +1,10 @@
 //! V4.1 image parts: which `image_url` URLs and `file_data` data URLs become image sources,
 //! and the errors for the rest (behavior.md §4.2 "Image parts"). Chat reads URLs the WHATWG
-//! way ([`UrlReading::Whatwg`] in the shared image rules); the `file_data` checks are its own.
+//! way (the shared image rules); the `file_data` checks are its own.
 
 use deepseek_model::{ConversionError, ImageDetail, ImageSource};
 
-use crate::images::{classify_image_url, DataUrl, UrlReading};
+use crate::images::{classify_image_url, DataUrl};
 
 const UNSUPPORTED_FILE: &str = "You have uploaded an unsupported file. Please make sure your file is valid and has one of the following formats: webp, png, jpeg, and gif.";
 const INVALID_FILE_DATA: &str = "file_data is not a valid base64 data url";
@@ -16,8 +16,8 @@ pub(crate) fn image_source(
     detail: ImageDetail,
     path: &str,
 ) -> Result<ImageSource, ConversionError> {
-    let kind = classify_image_url(url, UrlReading::Whatwg)
-        .map_err(|what| ConversionError::new(format!("{path}: {what}")))?;
+    let kind =
+        classify_image_url(url).map_err(|what| ConversionError::new(format!("{path}: {what}")))?;
     Ok(ImageSource {
         kind,
         detail,
@@ -25,15 +25,16 @@ pub(crate) fn image_source(
     })
 }
 
-/// A `file` part's `file_data` must be a data URL of a supported image type with a valid
-/// base64 body; it is then treated as an `image_url` (whose own rules still apply).
+/// A `file` part's `file_data` must be a data URL of a supported image type whose body
+/// decodes (no `base64` marker needed here); it is then treated as an `image_url` (whose
+/// own rules still apply).
 pub(crate) fn check_file_data(file_data: &str, path: &str) -> Result<(), ConversionError> {
     let fail = |what: &str| ConversionError::new(format!("{path}: {what}"));
-    let data = DataUrl::parse_whatwg(file_data).ok_or_else(|| fail(INVALID_FILE_DATA))?;
+    let data = DataUrl::parse(file_data).ok_or_else(|| fail(INVALID_FILE_DATA))?;
     if !data.has_image_mime() {
         return Err(fail(UNSUPPORTED_FILE));
     }
-    if !data.body_is_base64() {
+    if !data.body_decodes() {
         return Err(fail(INVALID_FILE_DATA));
     }
     Ok(())

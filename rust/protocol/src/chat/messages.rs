@@ -131,6 +131,7 @@ fn check_tool_results(
     index: usize,
     tool_ids: &[Option<String>],
 ) -> Result<(), ConversionError> {
+    let call_ids: HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
     let mut seen = HashSet::new();
     let results = tool_ids
         .iter()
@@ -143,7 +144,7 @@ fn check_tool_results(
         if !seen.insert(id) {
             return Err(duplicate_id(id, j));
         }
-        if !calls.iter().any(|c| c.id == id) {
+        if !call_ids.contains(id) {
             return Err(ConversionError::new(format!(
                 "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id', The following tool_call_ids did not have response messages: {id}"
             )));

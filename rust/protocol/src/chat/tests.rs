@@ -30,6 +30,11 @@ fn result(id: &str) -> Value {
     json!({"role": "tool", "tool_call_id": id, "content": "r"})
 }
 
+/// An external image URL of 8,209 bytes, past the V4.1 link limit.
+fn long_link() -> String {
+    format!("http://a/{}", "x".repeat(8200))
+}
+
 fn tool(name: &str, parameters: Value) -> Value {
     json!({"type": "function", "function": {"name": name, "parameters": parameters}})
 }
@@ -133,8 +138,39 @@ fn cases() -> Vec<Case> {
         (
             "array body names the 20-field struct",
             json!([]),
-            default,
+            default.clone(),
             Err("invalid request body: invalid length 0, expected struct ChatCompletionRequest with 20 elements"),
+        ),
+        (
+            "a long link is refused at its part, before an earlier bad URL is classified",
+            json!({"model": v41, "messages": [user("x"), {"role": "user", "content": [
+                {"type": "text", "text": "t"},
+                {"type": "image_url", "image_url": {"url": "ftp://x"}},
+                {"type": "image_url", "image_url": {"url": long_link()}}]}]}),
+            default.clone(),
+            Err(".messages[1].image_url.url[2]: image_url.url external link length 8209 too long, max link length 8192. Consider passing file data directly with base64 data url instead."),
+        ),
+        (
+            "a long link is refused before an assistant's image is",
+            json!({"model": v41, "messages": [user("x"), {"role": "assistant", "content": [
+                {"type": "image_url", "image_url": {"url": long_link()}}]}]}),
+            default.clone(),
+            Err(".messages[1].image_url.url[0]: image_url.url external link length 8209 too long, max link length 8192. Consider passing file data directly with base64 data url instead."),
+        ),
+        (
+            "an earlier bad file part is reported before a long link",
+            json!({"model": v41, "messages": [{"role": "user", "content": [
+                {"type": "file", "file_data": "nope"},
+                {"type": "image_url", "image_url": {"url": long_link()}}]}]}),
+            default.clone(),
+            Err(".messages[0]: file_data is not a valid base64 data url"),
+        ),
+        (
+            "V4 renders a long link as a placeholder",
+            json!({"model": v4, "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": long_link()}}]}]}),
+            default,
+            Ok(()),
         ),
     ]
 }

@@ -5,7 +5,7 @@
 use deepseek_model::{ConversionError, ImageDetail, ImageSource, ImageSourceKind};
 
 use super::wire::MessagesImageSource;
-use crate::images::{starts_with_http, FILE_ID_UNSUPPORTED};
+use crate::images::{link_too_long, starts_with_http, FILE_ID_UNSUPPORTED};
 
 /// The image source for `source`; `error_path` prefixes errors, `path` is recorded.
 pub(crate) fn image_source(
@@ -15,19 +15,22 @@ pub(crate) fn image_source(
 ) -> Result<ImageSource, ConversionError> {
     let kind = match source {
         MessagesImageSource::Base64 { media_type, data } => {
-            if !is_strict_base64(data.as_bytes()) {
+            let Some(data) = messages_base64(data) else {
                 return Err(ConversionError::new(format!(
                     "{error_path}: base64 decode error"
                 )));
-            }
+            };
             ImageSourceKind::DataUrl(format!("data:{};base64,{data}", media_type.as_str()))
         }
         MessagesImageSource::Url { url } => {
             if !starts_with_http(url) {
-                let quoted = serde_json::Value::String(url.clone()).to_string();
+                // Quoted the way Rust's `Debug` quotes a string, as in the reference.
                 return Err(ConversionError::new(format!(
-                    "{error_path}: invalid url: {quoted}"
+                    "{error_path}: invalid url: {url:?}"
                 )));
+            }
+            if let Some(what) = link_too_long(url, "") {
+                return Err(ConversionError::new(format!("{error_path}: {what}")));
             }
             ImageSourceKind::Url(url.clone())
         }
@@ -53,6 +56,30 @@ fn sextet(byte: u8) -> Option<u8> {
         b'/' => Some(63),
         _ => None,
     }
+}
+
+/// The reference's Messages base64 check, and the data it keeps: without trailing `=`,
+/// strict standard base64 (padded to a multiple of four), kept as given; with any number of
+/// trailing `=`, those are dropped, the rest must be unpadded standard base64, and it is
+/// kept padded anew (`AA=` and `H/g7BA=` pass as `AA==` and `H/g7BA==`, `AAAA====` as
+/// `AAAA`, `=` as ``; `AA` and `AB=` do not pass). Never whitespace, and never stray bits
+/// in the last character.
+fn messages_base64(data: &str) -> Option<String> {
+    let bytes = data.as_bytes();
+    let body = data.trim_end_matches('=');
+    if body.len() == data.len() {
+        return is_strict_base64(bytes).then(|| data.to_owned());
+    }
+    let full = body.len() / 4 * 4;
+    let tail = body.get(full..)?;
+    if tail.len() == 1 || body.contains('=') {
+        return None;
+    }
+    let mut padded = body.to_owned();
+    if !tail.is_empty() {
+        padded.extend(std::iter::repeat_n('=', 4 - tail.len()));
+    }
+    is_strict_base64(padded.as_bytes()).then_some(padded)
 }
 
 /// Standard alphabet, padding required, no whitespace, and no stray bits in the last group.
@@ -89,6 +116,38 @@ fn is_strict_base64(data: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_base64_table() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("", Some("")),
+            ("AAAA", Some("AAAA")),
+            ("AAA", None),
+            ("AA", None),
+            ("AA=", Some("AA==")),
+            ("AAA=", Some("AAA=")),
+            ("AA==", Some("AA==")),
+            ("A=", None),
+            ("A==", None),
+            ("AB=", None),
+            ("AAB=", None),
+            ("AAAA=", Some("AAAA")),
+            ("AAAA====", Some("AAAA")),
+            ("=", Some("")),
+            ("=====", Some("")),
+            ("H/g7BA=", Some("H/g7BA==")),
+            ("RoU==", Some("RoU=")),
+            ("AAAAA=", None),
+            ("A=A", None),
+            ("AA=A", None),
+            ("AA==AA==", None),
+            (" AAAA", None),
+            ("AA-_", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(messages_base64(input).as_deref(), *want, "{input:?}");
+        }
+    }
 
     #[test]
     fn strict_base64_table() {

@@ -1,10 +1,10 @@
 //! `input_image` parts: where an image must be given and where its errors point (its URL is
-//! read with the shared image rules, [`UrlReading::Literal`]), and the `input_file` text.
+//! read with the shared image rules, as Chat reads it), and the `input_file` text.
 
 use deepseek_model::{ConversionError, ImageDetail, ImageSource};
 
 use super::wire;
-use crate::images::{classify_image_url, UrlReading, FILE_ID_UNSUPPORTED};
+use crate::images::{classify_image_url, link_too_long, FILE_ID_UNSUPPORTED};
 
 /// What every `input_file` part becomes.
 pub const UNSUPPORTED_DOCUMENT: &str = "[Unsupported Document]";
@@ -27,15 +27,18 @@ impl PartLocation<'_> {
     }
 }
 
-/// The first check on an `input_image` part (V4.1): it must name an image URL; a file id
-/// or nothing is refused. The reference runs it over all parts of a content list before
+/// The first check on an `input_image` part (V4.1): it must name an image URL no longer
+/// than the link limit; a file id or nothing is refused. The reference runs it over all parts of a content list before
 /// looking at any URL.
 pub fn check_present(
     part: &wire::ResponsesInputImage,
     at: &PartLocation<'_>,
 ) -> Result<(), ConversionError> {
-    if present(&part.image_url).is_some() {
-        return Ok(());
+    if let Some(url) = present(&part.image_url) {
+        return match link_too_long(url, "image_url ") {
+            Some(what) => Err(ConversionError::new(format!("{}: {what}", at.part_path()))),
+            None => Ok(()),
+        };
     }
     if present(&part.file_id).is_some() {
         return Err(ConversionError::new(format!(
@@ -66,7 +69,7 @@ pub fn image_source(
         Some(wire::ImageDetail::Original) => ImageDetail::Original,
         Some(wire::ImageDetail::Auto) => ImageDetail::Auto,
     };
-    let kind = classify_image_url(url, UrlReading::Literal)
+    let kind = classify_image_url(url)
         .map_err(|m| ConversionError::new(format!("{}: {m}", at.item_path())))?;
     Ok(ImageSource {
         kind,

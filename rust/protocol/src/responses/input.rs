@@ -20,7 +20,7 @@ use deepseek_model::{ConversionError, Message, ModelVersion, ToolCall, WebSearch
 use serde_json::{Map, Value};
 
 use super::images::{self, PartLocation, UNSUPPORTED_DOCUMENT};
-use super::tool_defs::{self, Pending};
+use super::tool_defs::{self, Pending, TakenNames};
 use super::wire::{
     self, ContentBlock, Input, Item, MessageContent, OutputPart, Role, ToolOutput, TypedItem,
 };
@@ -42,7 +42,7 @@ pub fn convert_input(
     version: ModelVersion,
     image_token: &str,
     web_search: WebSearchBehavior,
-    tool_names: HashSet<String>,
+    tool_names: TakenNames,
 ) -> Result<ConvertedInput, ConversionError> {
     let instructions = instructions.filter(|s| !s.is_empty());
     let Some(input) = input else {
@@ -115,7 +115,7 @@ struct Builder<'a> {
     call_ids: HashSet<String>,
     answered_ids: HashSet<String>,
     /// Names of the declared and loaded tools so far.
-    tool_names: HashSet<String>,
+    tool_names: TakenNames,
 }
 
 fn empty_call_id(index: usize) -> ConversionError {
@@ -140,7 +140,7 @@ impl<'a> Builder<'a> {
             turn: None,
             call_ids: HashSet::new(),
             answered_ids: HashSet::new(),
-            tool_names: HashSet::new(),
+            tool_names: TakenNames::default(),
         }
     }
 
@@ -602,7 +602,7 @@ mod tests {
             version,
             "<｜image｜>",
             WebSearchBehavior::Drop,
-            HashSet::new(),
+            TakenNames::default(),
         )
         .map(|c| c.messages.iter().map(describe).collect())
         .map_err(|e| e.message)
@@ -702,7 +702,7 @@ mod tests {
                 version,
                 "<｜image｜>",
                 WebSearchBehavior::Drop,
-                HashSet::new(),
+                TakenNames::default(),
             )
             .unwrap();
             converted.messages[0].calls()[0].name.clone()
@@ -728,7 +728,7 @@ mod tests {
             V41,
             "<｜image｜>",
             WebSearchBehavior::Drop,
-            HashSet::new(),
+            TakenNames::default(),
         )
         .unwrap();
         let message = &converted.messages[0];

@@ -2,7 +2,7 @@
 //! namespaces, the `apply_patch` custom tool, client tool search, web search, and the tools
 //! a `tool_search_output` item loads.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deepseek_model::{ConversionError, ModelVersion, ToolDefinition, WebSearchBehavior};
 use serde_json::{Map, Value};
@@ -41,19 +41,50 @@ fn custom_in_namespace(name: &str, path: &str, tool: usize, member: usize) -> Co
     ))
 }
 
+/// Tool names taken so far. A namespace member whose name is taken gets the first free
+/// `_1`, `_2`, … suffix, as the reference does. Names are only ever added, so once suffix `n`
+/// of a base was found taken it stays taken: the search for the next member with that base
+/// resumes after the last suffix tried instead of at 1, and k members sharing a base cost
+/// O(k) lookups, not O(k²).
+#[derive(Debug, Default, Clone)]
+pub struct TakenNames {
+    names: HashSet<String>,
+    next_suffix: HashMap<String, usize>,
+}
+
+impl TakenNames {
+    fn insert(&mut self, name: String) {
+        self.names.insert(name);
+    }
+
+    /// `name` when it is free, otherwise the first free `{base}_{n}`; the result is taken.
+    fn claim(&mut self, name: String, base: &str) -> String {
+        let name = if self.names.contains(&name) {
+            let next = self.next_suffix.entry(base.to_owned()).or_insert(1);
+            loop {
+                let candidate = format!("{base}_{next}");
+                *next += 1;
+                if !self.names.contains(&candidate) {
+                    break candidate;
+                }
+            }
+        } else {
+            name
+        };
+        self.names.insert(name.clone());
+        name
+    }
+}
+
 /// The names the members of every namespace get, index-aligned with `tools` (empty for
-/// other tools). A name already taken by a plain tool or an earlier member gets the first
-/// free `_1`, `_2`, … suffix, as the reference does.
+/// other tools): a name already taken by a plain tool or an earlier member gets a suffix
+/// ([`TakenNames`]).
 fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
-    let mut used: HashSet<String> = HashSet::new();
+    let mut used = TakenNames::default();
     for tool in tools {
         match tool {
-            Tool::Function(f) => {
-                used.insert(f.name.clone());
-            }
-            Tool::Custom { name } if name == apply_patch::NAME => {
-                used.insert(name.clone());
-            }
+            Tool::Function(f) => used.insert(f.name.clone()),
+            Tool::Custom { name } if name == apply_patch::NAME => used.insert(name.clone()),
             Tool::ToolSearch { execution, .. }
                 if *execution == Some(Execution::Client) && version.is_v41() =>
             {
@@ -80,14 +111,7 @@ fn member_names(tools: &[Tool], version: ModelVersion) -> Vec<Vec<String>> {
                 NamespaceMember::Custom { name } => name,
             };
             let base = namespaced_name(ns_name, inner, version);
-            let mut name = base.clone();
-            let mut suffix = 1;
-            while used.contains(&name) {
-                name = format!("{base}_{suffix}");
-                suffix += 1;
-            }
-            used.insert(name.clone());
-            assigned.push(name);
+            assigned.push(used.claim(base.clone(), &base));
         }
         names.push(assigned);
     }
@@ -120,15 +144,11 @@ impl Pending {
 
     /// Record the tool's name in `taken`. A namespace member whose name is taken gets the
     /// first free `_N` suffix (other names are left for the uniqueness check).
-    pub fn claim_name(&mut self, taken: &mut HashSet<String>) {
-        if let Some(base) = &self.namespaced_base {
-            let mut suffix = 1;
-            while taken.contains(&self.name) {
-                self.name = format!("{base}_{suffix}");
-                suffix += 1;
-            }
+    pub fn claim_name(&mut self, taken: &mut TakenNames) {
+        match &self.namespaced_base {
+            Some(base) => self.name = taken.claim(std::mem::take(&mut self.name), base),
+            None => taken.insert(self.name.clone()),
         }
-        taken.insert(self.name.clone());
     }
 
     /// The tool as announced before its schema is checked (a missing schema shown as `{}`).
@@ -168,8 +188,12 @@ impl Pending {
 }
 
 /// The names the checked tools will have.
-pub fn pending_names(pending: &[Pending]) -> HashSet<String> {
-    pending.iter().map(|p| p.name.clone()).collect()
+pub fn pending_names(pending: &[Pending]) -> TakenNames {
+    let mut taken = TakenNames::default();
+    for p in pending {
+        taken.insert(p.name.clone());
+    }
+    taken
 }
 
 /// The first checks on a list of tools (the request's, or those a `tool_search_output` at
@@ -521,6 +545,43 @@ mod tests {
                 expected,
                 "{version:?} {ns:?} {inner:?}"
             );
+        }
+    }
+
+    #[test]
+    fn taken_names_give_the_first_free_suffix() {
+        // (names taken beforehand, claims as (name, base), names the claims get)
+        type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: [Case<'_>; 5] = [
+            (
+                &[],
+                &[("a", "a"), ("a", "a"), ("a", "a")],
+                &["a", "a_1", "a_2"],
+            ),
+            (
+                &["a", "a_2"],
+                &[("a", "a"), ("a", "a"), ("a", "a")],
+                &["a_1", "a_3", "a_4"],
+            ),
+            (&["a_1"], &[("a", "a"), ("a", "a")], &["a", "a_2"]),
+            // A claim made after other names were added still finds the first free suffix.
+            (
+                &["b"],
+                &[("b", "b"), ("b_2", "b"), ("b", "b")],
+                &["b_1", "b_2", "b_3"],
+            ),
+            (&["x"], &[("x_2", "x"), ("x", "x")], &["x_2", "x_1"]),
+        ];
+        for (before, claims, want) in cases {
+            let mut taken = TakenNames::default();
+            for name in before {
+                taken.insert((*name).to_owned());
+            }
+            let got: Vec<String> = claims
+                .iter()
+                .map(|(name, base)| taken.claim((*name).to_owned(), base))
+                .collect();
+            assert_eq!(got, want, "{before:?} {claims:?}");
         }
     }
 

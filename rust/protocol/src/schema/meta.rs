@@ -19,7 +19,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::regex::is_valid_regex;
+use super::regex::{compiles, is_ecma_regex};
 use super::uri;
 
 /// Check a non-strict schema; the error is the bare message the reference reports.
@@ -351,7 +351,7 @@ fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), Strin
             }
         }
         Rule::Regex => {
-            if is_valid_regex(string(v)?) {
+            if is_ecma_regex(string(v)?) {
                 Ok(())
             } else {
                 Err(not_a_format(v, "regex"))
@@ -360,7 +360,7 @@ fn check_rule(vocabularies: &[Group], rule: Rule, v: &Value) -> Result<(), Strin
         Rule::PatternProperties07 => {
             let map = object(v)?;
             map.values().try_for_each(check_schema)?;
-            match map.keys().find(|name| !is_valid_regex(name)) {
+            match map.keys().find(|name| !is_ecma_regex(name)) {
                 Some(name) => Err(not_a_format(&Value::String(name.clone()), "regex")),
                 None => Ok(()),
             }
@@ -695,14 +695,14 @@ impl<'a> Compiler<'a> {
                 }
                 "pattern" => {
                     if let Value::String(pattern) = v {
-                        if !is_valid_regex(pattern) {
+                        if !compiles(pattern) {
                             return Err(format!("{} is not a \"regex\"", compact(v)));
                         }
                     }
                 }
                 "patternProperties" => {
                     for (name, sub) in v.as_object().into_iter().flatten() {
-                        if !is_valid_regex(name) {
+                        if !compiles(name) {
                             // The reference names the subschema, not the offending name.
                             return Err(format!("{} is not a \"regex\"", compact(sub)));
                         }

@@ -17,7 +17,7 @@ use deepseek_protocol::{intake, ProtocolError};
 use serde_json::{json, Map, Value};
 
 /// `(prompt_tokens, context_limit)` pairs the probe asks `resolve_max_tokens` about.
-pub const RESOLVE_MAX_TOKENS_PROBES: [(u64, u64); 8] = [
+pub const RESOLVE_MAX_TOKENS_PROBES: [(u32, u32); 8] = [
     (0, 1_048_576),
     (1000, 1_048_576),
     (1000, 70000),
