@@ -212,6 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print("deepseek-recipe: out of memory", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python's final flush of
+        # stdout from failing again on the way out.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         return 130
 
