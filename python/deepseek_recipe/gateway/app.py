@@ -11,6 +11,7 @@ GET      ``/v1/models``                    served models (Anthropic's shape when
                                            sends ``anthropic-version``, else OpenAI's)
 GET      ``/health``                       liveness
 GET      ``/metrics``                      Prometheus text format
+GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
 =======  ================================  ===============================================
 
 One request: authenticate, read the body under the size limit, prepare it off the event loop
@@ -23,6 +24,7 @@ stream is closed in a shielded scope, which aborts its request.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import secrets
@@ -47,6 +49,7 @@ from deepseek_recipe.frontend import Decoder, Event, Frontend, PreparedRequest, 
 from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
+from deepseek_recipe.gateway.webui import WebUI
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -110,6 +113,8 @@ class Gateway:
     ``Gateway(app, settings)`` wraps any ASGI app; :func:`create_app` builds a standalone
     Starlette app around one. ``frontend``, ``backend`` and ``metrics`` default to what
     ``settings`` describes. The backend is closed when the server shuts down (ASGI lifespan).
+    The visualizer page is served at ``/webui/`` (and ``/`` leads there when ``page_at_root``,
+    by default when there is no app of yours) unless ``settings.webui`` is off.
     """
 
     def __init__(
@@ -120,6 +125,7 @@ class Gateway:
         frontend: Frontend | None = None,
         backend: Backend | None = None,
         metrics: Metrics | None = None,
+        page_at_root: bool | None = None,
     ) -> None:
         self.app = app
         self.settings = settings if settings is not None else GatewaySettings()
@@ -129,6 +135,8 @@ class Gateway:
         self._keys = [key.get_secret_value().encode() for key in self.settings.api_keys]
         self._in_flight = 0
         self._created = int(time.time())
+        at_root = app is None if page_at_root is None else page_at_root
+        self._webui = WebUI(self, at_root=at_root) if self.settings.webui else None
 
     @property
     def in_flight(self) -> int:
@@ -140,6 +148,11 @@ class Gateway:
             await self._lifespan(scope, receive, send)
             return
         route = _ROUTES.get(scope.get("path", "")) if scope["type"] == "http" else None
+        webui = self._webui
+        if route is None and webui is not None and scope["type"] == "http" and webui.handles(scope["path"]):
+            with contextlib.suppress(_ClientGone):
+                await webui(scope, receive, send)
+            return
         if route is None:
             if self.app is None:
                 await _send_json(send, 404, GatewayError("not_found", "Not found").body(None))
@@ -258,7 +271,7 @@ class Gateway:
             self.metrics.running.dec()
             self._finish(record)
 
-    def _prepare(self, protocol: Protocol, body: bytes, record: _Record) -> PreparedRequest:
+    def _prepare(self, protocol: Protocol, body: bytes, record: _Record | None = None) -> PreparedRequest:
         start = time.perf_counter()
         try:
             prepared = self.frontend.prepare(protocol, body)
@@ -266,7 +279,8 @@ class Gateway:
             raise GatewayError("invalid_request", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
-        record.prepare_seconds = time.perf_counter() - start
+        if record is not None:
+            record.prepare_seconds = time.perf_counter() - start
         return prepared
 
     # -- pieces -----------------------------------------------------------------------------
@@ -637,7 +651,7 @@ def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Sta
     async def not_found(request: Request, exc: Exception) -> Response:
         return JSONResponse(orjson.loads(GatewayError("not_found", "Not found").body(None)), status_code=404)
 
-    middleware = [Middleware(Gateway, settings=settings, frontend=frontend, backend=backend)]
+    middleware = [Middleware(Gateway, settings=settings, frontend=frontend, backend=backend, page_at_root=True)]
     return Starlette(middleware=middleware, exception_handlers={404: not_found})
 
 
