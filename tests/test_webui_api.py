@@ -362,7 +362,7 @@ def test_every_page_file_is_served_as_committed(server: ServerThread) -> None:
 
 
 def test_the_api_shares_the_gateways_key_and_body_limit() -> None:
-    settings = GatewaySettings(log_requests=False, api_keys=["sk-page"], max_body_bytes=2048)  # type: ignore[arg-type]
+    settings = GatewaySettings(log_requests=False, api_keys=["sk-page"], max_body_bytes=2048)  # type: ignore[list-item]
     with serving(create_app(settings)) as server:
         api = server.url + "/webui/api/"
         body = {"protocol": "chat", "body": json.dumps(example("plain")["requests"]["chat"])}
@@ -400,3 +400,43 @@ def test_info(server: ServerThread) -> None:
     ]
     assert info["protocols"] == ["chat", "responses", "messages"] and info["block_size"] == 128
     assert info["version"] == dr.__version__
+
+
+def test_the_webui_command_serves_the_page(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "deepseek_recipe", "webui", "--port", str(port), "--log-requests", "false"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(url + "/", follow_redirects=True, timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, "deepseek-recipe webui did not start"
+                time.sleep(0.1)
+        assert page.status_code == 200 and "What the model sees" in page.text
+        info = httpx.get(url + "/webui/api/info", timeout=5).json()
+        assert info["models"][0]["name"] == "DeepSeek-V4-Pro"
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+    assert f"the page is at http://127.0.0.1:{port}/" in err
+
+
+def test_the_webui_command_runs_the_demo_engine_only() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "deepseek_recipe", "webui", "--backend", "sglang"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "use serve" in done.stderr

@@ -120,22 +120,33 @@ export function requestOf(result) {
   return result.request ? jsonBlock(result.request) : h("p", { class: "empty" }, "—");
 }
 
-/** A button that shows a spinner state while `task` runs; errors go to `report`. */
+/**
+ * Run `task` for `button` (busy while it runs; errors go to `report`). A call made while it
+ * runs is not lost: the task runs once more when the current run ends, with the inputs as
+ * they are then, so the last edit always shows.
+ */
 export function runner(button, task, report) {
   let running = false;
+  let again = false;
   return async () => {
-    if (running) return;
+    if (running) {
+      again = true;
+      return;
+    }
     running = true;
     button.setAttribute("aria-busy", "true");
-    button.disabled = true;
     try {
-      await task();
-    } catch (error) {
-      report(error);
+      do {
+        again = false;
+        try {
+          await task();
+        } catch (error) {
+          report(error);
+        }
+      } while (again);
     } finally {
       running = false;
       button.removeAttribute("aria-busy");
-      button.disabled = false;
     }
   };
 }

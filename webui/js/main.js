@@ -62,7 +62,7 @@ function setUpKey(onKey) {
 
 async function start() {
   setUpTheme();
-  const main = byId("main");
+  const status = byId("boot-status");
   let started = false;
   const boot = async () => {
     let info;
@@ -70,7 +70,7 @@ async function start() {
     try {
       [info, examples] = await Promise.all([api("info"), fetch("examples.json").then((r) => r.json())]);
     } catch (error) {
-      fill(main, h("div", { class: "status bad", role: "alert" },
+      fill(status, h("div", { class: "status bad", role: "alert" },
         h("strong", {}, error.status === 401 ? "This gateway needs an API key: " : "The page could not start: "),
         error.message));
       if (error.status === 401) document.dispatchEvent(new CustomEvent("need-key"));
@@ -78,6 +78,7 @@ async function start() {
     }
     if (started) return;
     started = true;
+    fill(status);
     byId("version").textContent = `deepseek-recipe ${info.version}`;
     const ctx = { info, examples };
     const views = {
