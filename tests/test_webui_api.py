@@ -440,3 +440,22 @@ def test_the_webui_command_runs_the_demo_engine_only() -> None:
         [sys.executable, "-m", "deepseek_recipe", "webui", "--backend", "sglang"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "use serve" in done.stderr
+
+
+def test_the_docs_examples_run(server: ServerThread, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every Python example of docs/webui.md runs as written, against a running gateway."""
+    import re
+
+    text = (ROOT / "docs" / "webui.md").read_text(encoding="utf-8")
+    assert "../shared" not in text and "behavior.md" not in text
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 3
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        code = block.replace("http://127.0.0.1:8000", server.url)
+        exec(compile(code, "docs/webui.md", "exec"), namespace)  # noqa: S102 - our own docs
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "typed, plain text: ['<｜User｜>']"
+    assert "'name': 'get_weather', 'arguments': '{\"city\": \"Paris\"}'" in lines[2]
+    assert lines[3] == "'/thi' [] 'up.</thi'"
+    assert lines[4] == "2 shared blocks; {'index': 264, 'a': 128821, 'b': 128822}"  # <think> became </think>
