@@ -65,7 +65,9 @@ export function encodeView(panel, { info, examples }) {
     if (editor.value.length <= AUTO_RUN_LIMIT) go();
   }, 400);
   editor.addEventListener("input", () => {
-    examplesRow.mark(current && editor.value === current.text ? current.example.id : null);
+    const unchanged = current && editor.value === current.text;
+    examplesRow.mark(unchanged ? current.example.id : null);
+    note.textContent = unchanged ? current.example.description : "";
     auto();
   });
   editor.addEventListener("keydown", (e) => {
