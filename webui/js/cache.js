@@ -79,13 +79,16 @@ export function cacheView(panel, { info, examples }) {
     const cells = blockCells(lengthA, lengthB, n, shared);
     fill(strip,
       h("div", { class: "blocks", role: "list", "aria-label": "KV blocks of the longer prompt" },
-        cells.map((c) => h("span", {
-          class: `block s-${c.state}`,
-          role: "listitem",
-          tabindex: -1,
-          title: `block ${c.index}: tokens ${c.from}–${c.to - 1}, ${STATE_NAMES[c.state]}`,
-          dataset: { block: String(c.index), state: c.state },
-        }))),
+        cells.map((c) => {
+          const label = `block ${c.index}: tokens ${c.from}–${c.to - 1}, ${STATE_NAMES[c.state]}`;
+          return h("span", {
+            class: `block s-${c.state}`,
+            role: "listitem",
+            title: label,
+            "aria-label": label,
+            dataset: { block: String(c.index), state: c.state },
+          });
+        })),
       h("div", { class: "legend" }, Object.entries(STATE_NAMES).map(([state, name]) => h("span", { class: `sw block s-${state}` }, name))));
     showDivergence(answer);
   }
