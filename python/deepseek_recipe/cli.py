@@ -1,4 +1,4 @@
-"""``deepseek-recipe``: serve the gateway, or render / encode a request file.
+"""``deepseek-recipe``: serve the gateway or the visualizer page, or render / encode a request file.
 
 Every failure is one line on standard error and a non-zero exit status (2 for bad input or
 usage, 1 for anything else), never a traceback.
@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     # `serve` is parsed by the settings model itself (see `_serve`); listed here for --help.
     sub.add_parser("serve", help="run the gateway (flags: deepseek-recipe serve --help)", add_help=False)
+    sub.add_parser(
+        "webui", help="run the visualizer page with the demo engine (flags: deepseek-recipe webui --help)", add_help=False
+    )
     for name, help_text in (("render", "print the rendered prompt"), ("encode", "print the prompt token ids")):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("request", nargs="?", default="-", help="request JSON file, or - for stdin")
@@ -119,18 +122,33 @@ def _render_or_encode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(argv: Sequence[str]) -> int:
+def _settings(command: str, argv: Sequence[str]) -> Any:
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
     from deepseek_recipe.gateway import GatewaySettings
 
     try:
-        settings = GatewaySettings(
-            _cli_parse_args=list(argv), _cli_prog_name="deepseek-recipe serve", _cli_kebab_case=True
+        return GatewaySettings(
+            _cli_parse_args=list(argv), _cli_prog_name=f"deepseek-recipe {command}", _cli_kebab_case=True
         )  # type: ignore[call-arg]
     except (ValidationError, SettingsError) as error:
         raise CliError(f"invalid settings: {_first_error(error)}") from None
+
+
+def _serve(argv: Sequence[str]) -> int:
+    run_gateway(_settings("serve", argv))
+    return 0
+
+
+def _webui(argv: Sequence[str]) -> int:
+    """The visualizer page alone: the gateway app with the embedded demo engine (its API
+    routes come along; the page is at ``/``)."""
+    settings = _settings("webui", argv)
+    if settings.backend != "demo":
+        raise CliError("webui runs the demo engine; to see the page in front of real engines, use serve")
+    settings = settings.model_copy(update={"webui": True})
+    print(f"deepseek-recipe: the page is at http://{settings.host}:{settings.port}/", file=sys.stderr)
     run_gateway(settings)
     return 0
 
@@ -205,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv[:1] == ["serve"]:
             return _serve(argv[1:])
+        if argv[:1] == ["webui"]:
+            return _webui(argv[1:])
         return _render_or_encode(_parser().parse_args(argv))
     except CliError as error:
         print(f"deepseek-recipe: {error}", file=sys.stderr)

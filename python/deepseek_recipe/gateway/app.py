@@ -11,6 +11,7 @@ GET      ``/v1/models``                    served models (Anthropic's shape when
                                            sends ``anthropic-version``, else OpenAI's)
 GET      ``/health``                       liveness
 GET      ``/metrics``                      Prometheus text format
+GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
 =======  ================================  ===============================================
 
 One request: authenticate, read the body under the size limit, prepare it off the event loop
@@ -20,6 +21,7 @@ the protocol's events as it arrives (``exchange.py``).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import time
@@ -53,6 +55,7 @@ from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
+from deepseek_recipe.gateway.webui import WebUI
 
 logger = logging.getLogger("deepseek_recipe.gateway")
 
@@ -80,6 +83,8 @@ class Gateway:
     ``Gateway(app, settings)`` wraps any ASGI app; :func:`create_app` builds a standalone
     Starlette app around one. ``frontend``, ``backend`` and ``metrics`` default to what
     ``settings`` describes. The backend is closed when the server shuts down (ASGI lifespan).
+    The visualizer page is served at ``/webui/`` (and ``/`` leads there when ``page_at_root``,
+    by default when there is no app of yours) unless ``settings.webui`` is off.
     """
 
     def __init__(
@@ -90,6 +95,7 @@ class Gateway:
         frontend: Frontend | None = None,
         backend: Backend | None = None,
         metrics: Metrics | None = None,
+        page_at_root: bool | None = None,
     ) -> None:
         self.app = app
         self.settings = settings if settings is not None else GatewaySettings()
@@ -99,6 +105,8 @@ class Gateway:
         self._keys = [key.get_secret_value().encode() for key in self.settings.api_keys]
         self._in_flight = 0
         self._created = int(time.time())
+        at_root = app is None if page_at_root is None else page_at_root
+        self._webui = WebUI(self, at_root=at_root) if self.settings.webui else None
 
     @property
     def in_flight(self) -> int:
@@ -110,6 +118,11 @@ class Gateway:
             await self._lifespan(scope, receive, send)
             return
         route = _ROUTES.get(scope.get("path", "")) if scope["type"] == "http" else None
+        webui = self._webui
+        if route is None and webui is not None and scope["type"] == "http" and webui.handles(scope["path"]):
+            with contextlib.suppress(ClientGone):
+                await webui(scope, receive, send)
+            return
         if route is None:
             if self.app is None:
                 await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
@@ -228,7 +241,7 @@ class Gateway:
             self.metrics.running.dec()
             self._finish(record)
 
-    def _prepare(self, protocol: Protocol, body: bytes, record: Record) -> PreparedRequest:
+    def _prepare(self, protocol: Protocol, body: bytes, record: Record | None = None) -> PreparedRequest:
         start = time.perf_counter()
         depth = self.settings.max_json_depth
         if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
@@ -239,7 +252,8 @@ class Gateway:
             raise GatewayError("invalid_request", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
-        record.prepare_seconds = time.perf_counter() - start
+        if record is not None:
+            record.prepare_seconds = time.perf_counter() - start
         return prepared
 
     # -- pieces -----------------------------------------------------------------------------
@@ -370,7 +384,7 @@ def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Sta
     async def not_found(request: Request, exc: Exception) -> Response:
         return JSONResponse(orjson.loads(GatewayError("not_found", "Not found").body(None)), status_code=404)
 
-    middleware = [Middleware(Gateway, settings=settings, frontend=frontend, backend=backend)]
+    middleware = [Middleware(Gateway, settings=settings, frontend=frontend, backend=backend, page_at_root=True)]
     return Starlette(middleware=middleware, exception_handlers={404: not_found})
 
 

@@ -62,6 +62,7 @@ class GatewaySettings(BaseSettings):
     total_timeout: float = Field(default=3600.0, gt=0, description="seconds for a whole request")
     keepalive_interval: float = Field(default=10.0, gt=0, description="seconds between SSE keep-alive comments")
     log_requests: bool = Field(default=True, description="one structured log line per request")
+    webui: bool = Field(default=True, description="serve the visualizer page and its API at /webui/ (and /)")
 
     @field_validator("backend_urls", "api_keys", mode="before")
     @classmethod
