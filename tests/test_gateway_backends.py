@@ -81,6 +81,16 @@ def test_completions_backend_sends_exact_ids_and_settings(
     assert message["content"] == "The answer is 42 🦀."
 
 
+def test_long_prompts_reach_the_engine_whole(frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread]) -> None:
+    """A prompt past 16k ids has its engine body written off the event loop; same ids."""
+    engine, engine_http = engine_server
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "many words " * 12_000}]}
+    with serving(gateway_for(frontend, CompletionsBackend(engine_http.url))) as server:
+        assert httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+    expected = frontend.prepare("chat", json.dumps(body)).prompt_ids
+    assert len(expected) > 16_384 and engine.requests[-1]["prompt"] == expected
+
+
 def test_completions_backend_passes_output_constraints(
     frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread]
 ) -> None:

@@ -3,14 +3,19 @@ bounded line reading, and failures turned into :class:`BackendError` (never echo
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx
 import orjson
 
-from deepseek_recipe.backends import Backend, BackendError
+from deepseek_recipe.backends import Backend, BackendError, GenerationRequest
+
+_INLINE_BODY_IDS = 16_384
+"""Prompts up to this many ids get their request body written on the event loop."""
 
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 """The longest server-sent event accepted from an engine (a first chunk may echo the prompt's ids)."""
@@ -35,15 +40,24 @@ class HttpBackend(Backend):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def _events(self, body: bytes) -> AsyncGenerator[dict[str, Any] | None, None]:
+    @abstractmethod
+    def body(self, request: GenerationRequest) -> bytes:
+        """The engine's JSON request body for ``request``."""
+
+    async def _events(self, request: GenerationRequest) -> AsyncGenerator[dict[str, Any] | None, None]:
         """``None`` once the engine accepted the request, then each ``data:`` JSON object."""
         self._in_flight += 1
         try:
-            request = self._client.build_request(
+            if len(request.prompt_ids) > _INLINE_BODY_IDS:
+                # A long prompt's body is megabytes of digits: write it off the event loop.
+                body = await anyio.to_thread.run_sync(self.body, request)
+            else:
+                body = self.body(request)
+            http_request = self._client.build_request(
                 "POST", self.url, content=body, headers={"content-type": "application/json"}
             )
             try:
-                response = await self._client.send(request, stream=True)
+                response = await self._client.send(http_request, stream=True)
             except httpx.TimeoutException:
                 raise BackendError("timeout", f"connecting to {self.name} timed out") from None
             except httpx.HTTPError as error:

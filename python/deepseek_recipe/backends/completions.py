@@ -83,7 +83,7 @@ class CompletionsBackend(HttpBackend):
         stop_ids = set(request.stop_token_ids)
         top = request.sampling.top_logprobs or 0
         last = BackendChunk()
-        async for event in self._events(self.body(request)):
+        async for event in self._events(request):
             if event is None:
                 yield BackendChunk()
                 continue

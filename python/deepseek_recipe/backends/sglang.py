@@ -66,7 +66,7 @@ class SGLangBackend(HttpBackend):
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         stop_ids = set(request.stop_token_ids)
         seen = 0
-        async for event in self._events(self.body(request)):
+        async for event in self._events(request):
             if event is None:
                 yield BackendChunk()
                 continue
