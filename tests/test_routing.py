@@ -69,12 +69,15 @@ def test_bounded_load_spills_to_the_next_in_rendezvous_order() -> None:
     idle = [0, 0, 0, 0]
     assert router.route(request, idle, range(4)).order[0] == ranked[0]
     assert router.route(request, idle, range(4)).reason == "affinity"
-    # 8 in flight, the preferred replica has 5 of them: over ceil(1.25 x 9 / 4) = 3.
+    # 8 in flight, the preferred replica has 5 of them: over its share, ceil(1.25 x 9 / 4) = 3.
     loads = [0, 0, 0, 0]
     loads[ranked[0]], loads[ranked[1]], loads[ranked[2]] = 5, 1, 2
     route = router.route(request, loads, range(4))
     assert (route.order[0], route.reason) == (ranked[1], "spilled")
     assert sorted(route.order) == [0, 1, 2, 3]
+    # At its share it still takes the request (one of headroom).
+    loads[ranked[0]], loads[ranked[1]] = 3, 3
+    assert router.route(request, loads, range(4)).order[0] == ranked[0]
     # Only available replicas are ranked.
     assert router.route(request, idle, [ranked[3]]).order == [ranked[3]]
 

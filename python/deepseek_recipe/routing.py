@@ -17,9 +17,13 @@ load, with no state shared between gateway processes or machines:
    of a conversation lands on the same replica wherever it enters, and conversations spread
    evenly. Agents that share a system prompt and tools still spread: the first user message
    is part of the head.
-3. **Bounded load.** A replica with more than ``load_factor`` times its share of the requests
-   in flight (this process's, plus the new one) is skipped for the next in the order
-   ("consistent hashing with bounded loads"), so a popular head cannot pile onto one replica.
+3. **Bounded load.** A replica already over its share of the requests in flight (this
+   process's, plus the new one, times ``load_factor``, rounded up: :func:`load_share`) is
+   skipped for the next in the order ("consistent hashing with bounded loads"), so a popular
+   head cannot pile onto one replica. Skipping only replicas already *over* the share, not
+   those the request would take to it, leaves one request of headroom: a gateway process sees
+   only its own requests, a few per replica, and a tighter bound moves conversations (and
+   loses their cache) on noise; ``bench/route_sim.py`` measured both.
 
 Hashes are the library's block hashes (:func:`deepseek_recipe.block_hashes`): exact token
 ids, chained, the same in every process. :class:`LeastLoaded` and :class:`RoundRobin` ignore
@@ -143,8 +147,8 @@ class PrefixRouter(Router):
     """The replica most likely to hold the prompt's longest prefix, within its load share (see
     the module doc). ``names`` identify the replicas (their URLs): processes configured with
     the same names route alike, whatever order they list them in. ``memory_blocks`` bounds
-    the remembered block hashes (0: rendezvous only); ``load_factor`` (at least 1) bounds a
-    replica's in-flight requests to that multiple of the mean, rounded up.
+    the remembered block hashes (0: rendezvous only); ``load_factor`` (at least 1) sets a
+    replica's share of the in-flight requests (:func:`load_share`).
     """
 
     uses_prefixes = True
@@ -184,8 +188,8 @@ class PrefixRouter(Router):
         if known is not None and known[0] in available:
             ranked.remove(known[0])
             ranked.insert(0, known[0])
-        limit = math.ceil(self.load_factor * (sum(loads[i] for i in available) + 1) / len(available))
-        chosen = next((k for k, i in enumerate(ranked) if loads[i] < limit), 0)
+        share = load_share(self.load_factor, sum(loads[i] for i in available), len(available))
+        chosen = next((k for k, i in enumerate(ranked) if loads[i] <= share), 0)
         if chosen:
             ranked.insert(0, ranked.pop(chosen))
             return Route(ranked, "spilled")
@@ -208,6 +212,12 @@ class PrefixRouter(Router):
             memory.move_to_end(block)
         while len(memory) > self.memory_blocks:
             memory.popitem(last=False)
+
+
+def load_share(load_factor: float, in_flight: int, replicas: int) -> int:
+    """A replica's share of the requests in flight: ``load_factor`` times the mean, the new
+    request included, rounded up. A replica already over it is skipped."""
+    return math.ceil(load_factor * (in_flight + 1) / replicas)
 
 
 def make_router(
