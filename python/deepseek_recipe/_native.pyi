@@ -3,7 +3,7 @@
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final
 
-from typing_extensions import Self, disjoint_base
+from typing_extensions import Buffer, Self, disjoint_base
 
 __version__: str
 IMAGE_SPECIAL_TOKEN_ID: int
@@ -19,13 +19,13 @@ RequestBody: TypeAlias = bytes | str | dict[str, Any]
 def json_nesting_exceeds(body: bytes, limit: int) -> bool:
     """Whether a JSON body nests arrays and objects deeper than ``limit`` (strings skipped)."""
 
-TokenSequence: TypeAlias = TokenIds | Sequence[int] | Any
-"""Ids as ``TokenIds``, a buffer of unsigned 32-bit ints or any sequence of ints."""
+def block_hashes(ids: TokenIds | Sequence[int] | Buffer, block_size: int = 128) -> list[int]:
+    """One chained 64-bit hash per full block of ``block_size`` ids (the KV-cache blocks).
 
-def block_hashes(ids: TokenSequence, block_size: int = 128) -> list[int]:
-    """One chained 64-bit hash per full block of ``block_size`` ids (the KV-cache blocks)."""
+    ``ids``: a ``TokenIds``, a buffer of unsigned 32-bit ints (``array('I')``) or any ints.
+    """
 
-def prefix_hash(ids: TokenSequence, length: int, block_size: int = 128) -> int:
+def prefix_hash(ids: TokenIds | Sequence[int] | Buffer, length: int, block_size: int = 128) -> int:
     """The chained hash of the first ``length`` ids (the last block may be partial)."""
 
 class ConversionError(Exception):

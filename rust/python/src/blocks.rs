@@ -3,7 +3,6 @@
 
 use std::num::NonZeroUsize;
 
-use deepseek_blocks::DEFAULT_BLOCK_SIZE;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -32,9 +31,10 @@ fn with_ids<T: Send>(
     Ok(py.detach(|| hash(vec![owned.as_slice()])))
 }
 
-/// One chained 64-bit hash per full block of `block_size` ids (see `deepseek-blocks`).
+/// One chained 64-bit hash per full block of `block_size` ids (see `deepseek-blocks`). The
+/// default, 128, is `deepseek_blocks::DEFAULT_BLOCK_SIZE`, written out so the signature shows it.
 #[pyfunction]
-#[pyo3(signature = (ids, block_size=DEFAULT_BLOCK_SIZE.get()))]
+#[pyo3(signature = (ids, block_size=128))]
 pub fn block_hashes(ids: &Bound<'_, PyAny>, block_size: usize) -> PyResult<Vec<u64>> {
     let size = self::block_size(block_size)?;
     with_ids(ids, |pieces| deepseek_blocks::block_hashes(pieces, size))
@@ -42,7 +42,7 @@ pub fn block_hashes(ids: &Bound<'_, PyAny>, block_size: usize) -> PyResult<Vec<u
 
 /// The chained hash of the first `length` ids (the last block may be partial).
 #[pyfunction]
-#[pyo3(signature = (ids, length, block_size=DEFAULT_BLOCK_SIZE.get()))]
+#[pyo3(signature = (ids, length, block_size=128))]
 pub fn prefix_hash(ids: &Bound<'_, PyAny>, length: usize, block_size: usize) -> PyResult<u64> {
     let size = self::block_size(block_size)?;
     with_ids(ids, |pieces| {

@@ -145,14 +145,14 @@ impl PyTokenIds {
 
     /// One chained 64-bit hash per full block of `block_size` ids (the engine's KV blocks),
     /// computed on the ids as held (no second encode). See `deepseek_recipe.block_hashes`.
-    #[pyo3(signature = (block_size=deepseek_blocks::DEFAULT_BLOCK_SIZE.get()))]
+    #[pyo3(signature = (block_size=128))]
     fn block_hashes(&self, py: Python<'_>, block_size: usize) -> PyResult<Vec<u64>> {
         let size = crate::blocks::block_size(block_size)?;
         Ok(py.detach(|| deepseek_blocks::block_hashes(self.ids.slices(), size)))
     }
 
     /// The chained hash of the first `length` ids; the last block may be partial.
-    #[pyo3(signature = (length, block_size=deepseek_blocks::DEFAULT_BLOCK_SIZE.get()))]
+    #[pyo3(signature = (length, block_size=128))]
     fn prefix_hash(&self, py: Python<'_>, length: usize, block_size: usize) -> PyResult<u64> {
         let size = crate::blocks::block_size(block_size)?;
         Ok(py.detach(|| deepseek_blocks::prefix_hash(self.ids.slices(), length, size)))
