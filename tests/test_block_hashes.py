@@ -109,7 +109,7 @@ def test_invalid_arguments() -> None:
     with pytest.raises(OverflowError):
         dr.block_hashes([-1])
     with pytest.raises(TypeError):
-        dr.block_hashes(["a"])
+        dr.block_hashes(["a"])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         TokenIds([1, 2]).index(3)
     assert TokenIds([5, 6, 5]).index(5, 1) == 2
