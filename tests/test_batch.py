@@ -171,7 +171,7 @@ def test_ray_data_pipeline_equals_the_plain_function(ray_cluster: Any, frontend:
         fn_constructor_kwargs={"protocol": None},
         batch_format="pyarrow",
         batch_size=16,
-        concurrency=1,
+        compute=ray.data.ActorPoolStrategy(size=1),
     )
     result = pa.concat_tables(ray.get(ds.to_arrow_refs())).sort_by("id")
     plain = prepare_batch(table, frontend=frontend, protocol=None)

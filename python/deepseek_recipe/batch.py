@@ -24,7 +24,7 @@ each worker builds its :class:`~deepseek_recipe.Frontend` (and loads the tokeniz
 
     ds = ray.data.read_text("requests.jsonl")  # one body per line, column "text"
     ds = ds.map_batches(PrepareBatch, fn_constructor_kwargs={"body_column": "text"},
-                        batch_format="pyarrow", concurrency=4)
+                        batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=4))
 
 Its arguments (a ``Tokenizer``, ``ConversionOptions``) pickle, so they travel to workers.
 pyarrow, pandas and numpy are imported only when a batch of theirs comes in.
