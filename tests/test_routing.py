@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 import deepseek_recipe as dr
+from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.backends.pool import BackendPool, head_token
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
@@ -186,15 +186,25 @@ def test_a_growing_conversation_keeps_landing_on_the_same_replica(
     for session, (replica,) in landed.items():
         assert urls[replica] == expected_replica(frontend, urls, turn_body(session, 0))
     # Turns after the first were found in this process's memory of prefixes.
-    assert f'deepseek_recipe:replica_requests_total{{replica="{urls[next(iter(landed[0]))]}",route="prefix"}}' in metrics
-    assert "deepseek_recipe:replica_routed_prefix_tokens_total" in metrics
-    assert f'deepseek_recipe:replica_num_requests_running{{replica="{urls[0]}"}} 0.0' in metrics
+    used = urls[next(iter(landed[0]))]
+    assert f'deepseek_recipe:replica_requests_total{{replica="{used}",route="prefix"}}' in metrics
+    assert f'deepseek_recipe:replica_routed_prefix_tokens_total{{replica="{used}"}}' in metrics
+    assert f'deepseek_recipe:replica_num_requests_running{{replica="{used}"}} 0.0' in metrics
 
 
 def test_a_replica_that_dies_mid_stream_is_avoided_then_retried(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
+    now = [0.0]  # the pool's clock: rests end when the test says so, however slow the machine
     with engines(tokenizer, 3) as (fakes, servers):
         urls = [server.url for server in servers]
-        gateway = prefix_gateway(frontend, urls, replica_cooldown=1.0)
+        pool = BackendPool(
+            [CompletionsBackend(url) for url in urls],
+            router=PrefixRouter(urls),
+            names=urls,
+            head_token=head_token(frontend),
+            cooldown=2.0,
+            clock=lambda: now[0],
+        )
+        gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=pool)
         with serving(gateway) as server:
 
             def chat(body: dict[str, Any]) -> httpx.Response:
@@ -215,7 +225,7 @@ def test_a_replica_that_dies_mid_stream_is_avoided_then_retried(frontend: Fronte
             assert f'deepseek_recipe:replica_failures_total{{kind="closed",replica="{urls[home]}"}} 1.0' in metrics
             # Once rested, it is tried again: a new conversation whose head hashes to it goes there.
             fakes[home].behaviour = "normal"
-            time.sleep(1.2)
+            now[0] += 2.5
             fresh = next(
                 turn_body(session, 0)
                 for session in range(100, 200)

@@ -17,7 +17,7 @@ expected it to hold, the cache hits it reported, and its failures.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
@@ -36,7 +36,8 @@ class BackendPool(Backend):
 
     ``names`` identify the replicas in metrics and to the router (default: each replica's
     name); a prefix router's ``block_size`` is the engines' KV block size and ``head_token``
-    the id that ends a conversation's head (the assistant-turn token).
+    the id that ends a conversation's head (the assistant-turn token). ``clock`` (seconds)
+    times the rests.
     """
 
     name = "pool"
@@ -50,6 +51,7 @@ class BackendPool(Backend):
         names: Sequence[str] | None = None,
         block_size: int = DEFAULT_BLOCK_SIZE,
         head_token: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not replicas:
             raise ValueError("a backend pool needs at least one replica")
@@ -61,6 +63,7 @@ class BackendPool(Backend):
         self.block_size = block_size
         self.head_token = head_token
         self._cooldown = cooldown
+        self._clock = clock
         self._down_until = [0.0] * len(self.replicas)
         self._failures = [0] * len(self.replicas)
         self._metrics: Metrics | None = None
@@ -74,7 +77,7 @@ class BackendPool(Backend):
 
     def resting(self) -> list[int]:
         """Replicas resting after a failure now, soonest back first."""
-        now = time.monotonic()
+        now = self._clock()
         return sorted((i for i, until in enumerate(self._down_until) if until > now), key=self._down_until.__getitem__)
 
     def plan(self, request: GenerationRequest) -> tuple[list[int], str, int, PromptBlocks | None]:
@@ -135,7 +138,7 @@ class BackendPool(Backend):
     def _failed(self, index: int, error: BackendError) -> None:
         self._failures[index] += 1
         pause = min(self._cooldown * 2 ** (self._failures[index] - 1), _MAX_COOLDOWN)
-        self._down_until[index] = time.monotonic() + pause
+        self._down_until[index] = self._clock() + pause
         if self._metrics is not None:
             self._metrics.replica_failures.labels(self.names[index], error.kind).inc()
 
