@@ -34,7 +34,10 @@ NOT_YET = {
 }
 
 # Our own additions to the surface.
-OURS = {"default_tokenizer", "default_tokenizer_path", "Frontend", "PreparedRequest", "Decoder", "Sampling"}
+OURS = {
+    "default_tokenizer", "default_tokenizer_path", "Frontend", "PreparedRequest", "Decoder", "Sampling",
+    "block_hashes", "prefix_hash",
+}
 
 
 def _stub_names() -> set[str]:

@@ -61,6 +61,8 @@ from deepseek_recipe._native import (
     UserMessage,
     WebSearchBehavior,
     __version__,
+    block_hashes,
+    prefix_hash,
 )
 from deepseek_recipe._tokenizer import default_tokenizer, default_tokenizer_path
 from deepseek_recipe.frontend import Decoder, Frontend, PreparedRequest, Sampling
@@ -120,6 +122,8 @@ __all__ = [
     "UserMessage",
     "WebSearchBehavior",
     "__version__",
+    "block_hashes",
     "default_tokenizer",
     "default_tokenizer_path",
+    "prefix_hash",
 ]

@@ -3,7 +3,7 @@
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final
 
-from typing_extensions import Self, disjoint_base
+from typing_extensions import Buffer, Self, disjoint_base
 
 __version__: str
 IMAGE_SPECIAL_TOKEN_ID: int
@@ -18,6 +18,15 @@ RequestBody: TypeAlias = bytes | str | dict[str, Any]
 
 def json_nesting_exceeds(body: bytes, limit: int) -> bool:
     """Whether a JSON body nests arrays and objects deeper than ``limit`` (strings skipped)."""
+
+def block_hashes(ids: TokenIds | Sequence[int] | Buffer, block_size: int = 128) -> list[int]:
+    """One chained 64-bit hash per full block of ``block_size`` ids (the KV-cache blocks).
+
+    ``ids``: a ``TokenIds``, a buffer of unsigned 32-bit ints (``array('I')``) or any ints.
+    """
+
+def prefix_hash(ids: TokenIds | Sequence[int] | Buffer, length: int, block_size: int = 128) -> int:
+    """The chained hash of the first ``length`` ids (the last block may be partial)."""
 
 class ConversionError(Exception):
     """A request that parsed but cannot be served.
@@ -90,6 +99,7 @@ class SpecialTokens:
     ) -> Self: ...
     def token(self, token: SpecialToken) -> str:
         """The spelling of ``token``."""
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, str]]: ...
 
 @final
 class ToolCall:
@@ -312,6 +322,8 @@ class DeepseekV41Encoding:
 class TokenIds:
     """A prompt's token ids held by the core: a read-only sequence of ints with ``to_json``."""
 
+    def __new__(cls, ids: Sequence[int]) -> Self: ...
+    def __reduce__(self) -> tuple[type[TokenIds], tuple[list[int]]]: ...
     def __len__(self) -> int: ...
     def __getitem__(self, index: int, /) -> int: ...
     def __iter__(self) -> Iterator[int]: ...
@@ -319,6 +331,12 @@ class TokenIds:
     def tolist(self) -> list[int]: ...
     def to_json(self) -> bytes:
         """The JSON array of the ids (``[0,1,2]``), without a Python int per id."""
+    def index(self, value: int, start: int = 0) -> int:
+        """The first position of ``value`` at or after ``start`` (``ValueError`` if absent)."""
+    def block_hashes(self, block_size: int = 128) -> list[int]:
+        """One chained 64-bit hash per full block of ``block_size`` ids, on the ids as held."""
+    def prefix_hash(self, length: int, block_size: int = 128) -> int:
+        """The chained hash of the first ``length`` ids (the last block may be partial)."""
 
 @final
 class WebSearchBehavior:
@@ -326,6 +344,7 @@ class WebSearchBehavior:
 
     Drop: WebSearchBehavior
     Reject: WebSearchBehavior
+    def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
 
 @final
 class ReasoningContentBehavior:
@@ -333,6 +352,7 @@ class ReasoningContentBehavior:
 
     FillEmpty: ReasoningContentBehavior
     Reject: ReasoningContentBehavior
+    def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
 
 @final
 class ModelVersion:
@@ -340,6 +360,7 @@ class ModelVersion:
 
     DeepseekV4Pro: ModelVersion
     DeepseekV41Flash: ModelVersion
+    def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
 
 @final
 class ConversionOptions:
@@ -354,7 +375,10 @@ class ConversionOptions:
         messages_web_search: WebSearchBehavior = ...,
         thinking_max_tokens_upper_bound: int = 393216,
         non_thinking_max_tokens_upper_bound: int = 393216,
+        special_tokens: SpecialTokens | None = None,
+        model_versions_by_name: dict[str, ModelVersion] | None = None,
     ) -> Self: ...
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]: ...
     @property
     def default_thinking_mode(self) -> bool: ...
     @property
@@ -705,6 +729,8 @@ class Tokenizer:
     def from_file(path: str) -> Tokenizer: ...
     @staticmethod
     def from_str(text: str) -> Tokenizer: ...
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickles as ``Tokenizer.from_str`` of its ``tokenizer.json`` text."""
     def encode(self, text: str) -> list[int]:
         """Full-vocabulary encode (added tokens matched), no BOS."""
     def encode_ordinary(self, text: str) -> list[int]:

@@ -11,7 +11,8 @@ its client goes away. Failures raise :class:`BackendError`.
 - :class:`~deepseek_recipe.backends.completions.CompletionsBackend`: an OpenAI-compatible
   ``/v1/completions`` server that takes token-id prompts (vLLM, SGLang, llama.cpp, …);
 - :class:`~deepseek_recipe.backends.sglang.SGLangBackend`: SGLang's native ``/generate``;
-- :class:`~deepseek_recipe.backends.pool.BackendPool`: several replicas, least-loaded first.
+- :class:`~deepseek_recipe.backends.pool.BackendPool`: several replicas, routed by prefix,
+  load or in turn (:mod:`deepseek_recipe.routing`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import orjson
 
 from deepseek_recipe._native import OutputConstraint, TokenIds
 from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
+
+if TYPE_CHECKING:
+    from deepseek_recipe.gateway.metrics import Metrics
 
 BackendErrorKind: TypeAlias = Literal["connect", "timeout", "status", "protocol", "closed", "overloaded"]
 
@@ -112,6 +116,9 @@ class Backend(ABC):
     def in_flight(self) -> int:
         """Requests currently streaming from this backend."""
         return 0
+
+    def bind_metrics(self, metrics: Metrics) -> None:
+        """Report per-replica metrics into ``metrics`` (pools do; called by the gateway)."""
 
     async def aclose(self) -> None:
         """Release connections (called once at shutdown)."""

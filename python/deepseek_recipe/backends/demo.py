@@ -20,9 +20,7 @@ tokens, and reports the cached part of each prompt as engines with prefix cachin
 
 from __future__ import annotations
 
-import hashlib
 import json
-from array import array
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -30,7 +28,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from deepseek_recipe._native import SpecialToken, SpecialTokens, Tokenizer
+from deepseek_recipe._native import SpecialToken, SpecialTokens, Tokenizer, block_hashes
 from deepseek_recipe.backends import Backend, BackendChunk, GenerationRequest
 
 _SCHEMAS_HEADING = "### Available Tool Schemas\n\n"
@@ -62,7 +60,7 @@ class DemoEngine(Backend):
         }
         self._delay = token_delay
         self._block_size = block_size
-        self._cache: OrderedDict[bytes, None] = OrderedDict()
+        self._cache: OrderedDict[int, None] = OrderedDict()
         self._cached_blocks = cached_blocks
         self._in_flight = 0
 
@@ -142,16 +140,14 @@ class DemoEngine(Backend):
 
     def _cached_prefix(self, prompt: Sequence[int]) -> int:
         """Tokens of ``prompt`` in leading blocks seen before; remembers its blocks."""
-        size, chain, hit, counting = self._block_size, b"", 0, True
-        data = array("I", prompt).tobytes()
-        for start in range(0, len(prompt) - size + 1, size):
-            chain = hashlib.blake2b(chain + data[start * 4 : (start + size) * 4], digest_size=16).digest()
-            if counting and chain in self._cache:
-                self._cache.move_to_end(chain)
-                hit += size
+        hit, counting = 0, True
+        for block in block_hashes(prompt, self._block_size):  # the library's chained block hashes
+            if counting and block in self._cache:
+                self._cache.move_to_end(block)
+                hit += self._block_size
                 continue
             counting = False
-            self._cache[chain] = None
+            self._cache[block] = None
             if len(self._cache) > self._cached_blocks:
                 self._cache.popitem(last=False)
         return hit

@@ -102,6 +102,7 @@ class Gateway:
         self.frontend = frontend if frontend is not None else frontend_from_settings(self.settings)
         self.backend = backend if backend is not None else backend_from_settings(self.settings, self.frontend)
         self.metrics = metrics if metrics is not None else Metrics()
+        self.backend.bind_metrics(self.metrics)
         self._keys = [key.get_secret_value().encode() for key in self.settings.api_keys]
         self._in_flight = 0
         self._created = int(time.time())
@@ -351,7 +352,7 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
     """The engine (or pool of replicas) that ``settings`` describe."""
     from deepseek_recipe.backends.completions import CompletionsBackend
     from deepseek_recipe.backends.demo import DemoEngine
-    from deepseek_recipe.backends.pool import BackendPool
+    from deepseek_recipe.backends.pool import pool_from_settings
     from deepseek_recipe.backends.sglang import SGLangBackend
 
     if settings.backend == "demo":
@@ -369,7 +370,7 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
             )
         else:
             replicas.append(SGLangBackend(url, connect_timeout=timeout))
-    return replicas[0] if len(replicas) == 1 else BackendPool(replicas)
+    return replicas[0] if len(replicas) == 1 else pool_from_settings(settings, frontend, replicas)
 
 
 def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Starlette:

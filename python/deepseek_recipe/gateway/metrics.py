@@ -78,6 +78,39 @@ class Metrics:
         self.backend_errors = Counter(
             PREFIX + "backend_errors", "Engine failures by kind.", ["kind"], registry=r
         )
+        # Per replica of a pool (label: its URL); routes are explained in deepseek_recipe.routing.
+        self.replica_running = Gauge(
+            PREFIX + "replica_num_requests_running",
+            "Requests streaming from each replica.",
+            ["replica"],
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.replica_requests = Counter(
+            PREFIX + "replica_requests",
+            "Requests each replica accepted, by why it was chosen (prefix, affinity, spilled, "
+            "least_loaded, round_robin, failover, retry).",
+            ["replica", "route"],
+            registry=r,
+        )
+        self.replica_prompt_tokens = Counter(
+            PREFIX + "replica_prompt_tokens", "Prompt tokens sent to each replica.", ["replica"], registry=r
+        )
+        self.replica_routed_prefix_tokens = Counter(
+            PREFIX + "replica_routed_prefix_tokens",
+            "Prompt tokens routed to the replica that held them: the prefix this process last sent there.",
+            ["replica"],
+            registry=r,
+        )
+        self.replica_cached_tokens = Counter(
+            PREFIX + "replica_prompt_cache_hit_tokens",
+            "Prompt tokens each replica reported from its prefix cache.",
+            ["replica"],
+            registry=r,
+        )
+        self.replica_failures = Counter(
+            PREFIX + "replica_failures", "Replica failures that rested it, by kind.", ["replica", "kind"], registry=r
+        )
 
     def exposition(self) -> bytes:
         """The text format for ``GET /metrics``."""

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from deepseek_recipe.frontend import DEFAULT_CONTEXT_LIMIT
+from deepseek_recipe.routing import RoutingPolicy
 
 BackendKind = Literal["demo", "completions", "sglang"]
 
@@ -34,13 +35,30 @@ class GatewaySettings(BaseSettings):
         "/v1/completions server taking token ids (vLLM, SGLang, llama.cpp); sglang: SGLang's /generate",
     )
     backend_urls: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="engine base URLs, comma-separated; requests go to the least loaded"
+        default_factory=list, description="engine base URLs, comma-separated; several are routed (see routing)"
     )
     backend_model: str | None = Field(default=None, description="model name sent to the engine (default: the client's)")
     backend_token_ids: bool = Field(
         default=True, description="completions: ask for output token ids (vLLM return_token_ids) rather than text"
     )
     demo_token_delay: float = Field(default=0.0, ge=0, description="demo engine: seconds per output token")
+
+    # -- routing over several backend URLs -------------------------------------------------
+    routing: RoutingPolicy = Field(
+        default="prefix",
+        description="prefix: the replica most likely holding the prompt's longest prefix in KV cache, "
+        "within its load share; least_loaded; round_robin",
+    )
+    block_size: int = Field(default=128, ge=1, description="the engines' KV-cache block size, in tokens")
+    routing_load_factor: float = Field(
+        default=1.25, ge=1.0, description="prefix routing: skip a replica over this multiple of the mean in-flight load"
+    )
+    routing_memory_blocks: int = Field(
+        default=131_072, ge=0, description="prefix routing: block hashes each process remembers (0: rendezvous only)"
+    )
+    replica_cooldown: float = Field(
+        default=2.0, gt=0, description="seconds a failed replica rests (doubling while it fails, up to 60)"
+    )
 
     # -- the front end ---------------------------------------------------------------------
     tokenizer: Path | None = Field(default=None, description="tokenizer.json (default: the DeepSeek V4 tokenizer)")

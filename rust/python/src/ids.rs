@@ -97,6 +97,11 @@ impl PyTokenIds {
         Self { ids }
     }
 
+    /// The ids as consecutive slices.
+    pub fn slices(&self) -> Vec<&[u32]> {
+        self.ids.slices()
+    }
+
     fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.ids
             .slices()
@@ -107,6 +112,52 @@ impl PyTokenIds {
 
 #[pymethods]
 impl PyTokenIds {
+    /// Ids made elsewhere (any sequence of ints from 0 to 2**32 - 1).
+    #[new]
+    fn py_new(ids: Vec<u32>) -> Self {
+        Self::new(PromptIds::from(ids))
+    }
+
+    /// Pickles as its ids (`TokenIds(list)` on loading).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyType>, (Bound<'py, PyList>,))> {
+        let py = slf.py();
+        Ok((py.get_type::<Self>(), (slf.get().tolist(py)?,)))
+    }
+
+    /// The first position of `value` at or after `start`; `ValueError` when it is absent
+    /// (as `list.index`).
+    #[pyo3(signature = (value, start=0))]
+    fn index(&self, py: Python<'_>, value: i64, start: usize) -> PyResult<usize> {
+        let found = u32::try_from(value).ok().and_then(|value| {
+            py.detach(|| {
+                self.iter()
+                    .skip(start)
+                    .position(|id| id == value)
+                    .map(|at| at + start)
+            })
+        });
+        found.ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("{value} is not in the ids"))
+        })
+    }
+
+    /// One chained 64-bit hash per full block of `block_size` ids (the engine's KV blocks),
+    /// computed on the ids as held (no second encode). See `deepseek_recipe.block_hashes`.
+    #[pyo3(signature = (block_size=128))]
+    fn block_hashes(&self, py: Python<'_>, block_size: usize) -> PyResult<Vec<u64>> {
+        let size = crate::blocks::block_size(block_size)?;
+        Ok(py.detach(|| deepseek_blocks::block_hashes(self.ids.slices(), size)))
+    }
+
+    /// The chained hash of the first `length` ids; the last block may be partial.
+    #[pyo3(signature = (length, block_size=128))]
+    fn prefix_hash(&self, py: Python<'_>, length: usize, block_size: usize) -> PyResult<u64> {
+        let size = crate::blocks::block_size(block_size)?;
+        Ok(py.detach(|| deepseek_blocks::prefix_hash(self.ids.slices(), length, size)))
+    }
+
     fn __len__(&self) -> usize {
         self.ids.len()
     }

@@ -1,8 +1,10 @@
 //! The `deepseek_recipe._native` extension module: an export list, no logic. Each file wraps
 //! one stage: `protocol` (requests), `conversation` and `message` (the canonical model),
-//! `options`, `special`, `encoding` (render + encode), `tokenizer`; `pyvalue` converts
-//! Python values to JSON, `errors` maps every error kind to its exception.
+//! `options`, `special`, `encoding` (render + encode), `tokenizer`, `blocks` (KV block
+//! hashes); `pyvalue` converts Python values to JSON, `errors` maps every error kind to its
+//! exception.
 
+mod blocks;
 mod conversation;
 mod encoding;
 mod errors;
@@ -77,6 +79,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoding::PyDeepseekV41Encoding>()?;
     m.add_class::<tokenizer::PyTokenizer>()?;
     m.add_class::<ids::PyTokenIds>()?;
+    m.add_function(wrap_pyfunction!(blocks::block_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(blocks::prefix_hash, m)?)?;
 
     m.add_class::<stream::PyPromptUsage>()?;
     m.add_class::<stream::PyInferenceFinishReason>()?;

@@ -9,6 +9,12 @@ use pyo3::prelude::*;
 
 use crate::special::PySpecialTokens;
 
+/// How an enum member pickles: `getattr(its type, its name)`.
+type ByName<'py> = (
+    Bound<'py, PyAny>,
+    (Bound<'py, pyo3::types::PyType>, &'static str),
+);
+
 /// Which prompt format and rules apply.
 #[pyclass(
     name = "ModelVersion",
@@ -23,6 +29,19 @@ use crate::special::PySpecialTokens;
 pub enum PyModelVersion {
     DeepseekV4Pro,
     DeepseekV41Flash,
+}
+
+#[pymethods]
+impl PyModelVersion {
+    /// Pickles as the member's name (`getattr(ModelVersion, name)`), like a Python enum.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<ByName<'py>> {
+        let name = match self {
+            Self::DeepseekV4Pro => "DeepseekV4Pro",
+            Self::DeepseekV41Flash => "DeepseekV41Flash",
+        };
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        Ok((getattr, (py.get_type::<Self>(), name)))
+    }
 }
 
 impl From<PyModelVersion> for ModelVersion {
@@ -59,6 +78,19 @@ pub enum PyReasoningContentBehavior {
     Reject,
 }
 
+#[pymethods]
+impl PyReasoningContentBehavior {
+    /// Pickles as the member's name (`getattr(ReasoningContentBehavior, name)`), like a Python enum.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<ByName<'py>> {
+        let name = match self {
+            Self::FillEmpty => "FillEmpty",
+            Self::Reject => "Reject",
+        };
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        Ok((getattr, (py.get_type::<Self>(), name)))
+    }
+}
+
 impl From<PyReasoningContentBehavior> for ReasoningContentBehavior {
     fn from(v: PyReasoningContentBehavior) -> Self {
         match v {
@@ -91,6 +123,19 @@ impl From<ReasoningContentBehavior> for PyReasoningContentBehavior {
 pub enum PyWebSearchBehavior {
     Drop,
     Reject,
+}
+
+#[pymethods]
+impl PyWebSearchBehavior {
+    /// Pickles as the member's name (`getattr(WebSearchBehavior, name)`), like a Python enum.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<ByName<'py>> {
+        let name = match self {
+            Self::Drop => "Drop",
+            Self::Reject => "Reject",
+        };
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        Ok((getattr, (py.get_type::<Self>(), name)))
+    }
 }
 
 impl From<PyWebSearchBehavior> for WebSearchBehavior {
@@ -137,7 +182,10 @@ impl PyConversionOptions {
         messages_web_search=PyWebSearchBehavior::Reject,
         thinking_max_tokens_upper_bound=393_216,
         non_thinking_max_tokens_upper_bound=393_216,
+        special_tokens=None,
+        model_versions_by_name=None,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         default_thinking_mode: bool,
         reasoning_content_behavior: PyReasoningContentBehavior,
@@ -145,7 +193,10 @@ impl PyConversionOptions {
         messages_web_search: PyWebSearchBehavior,
         thinking_max_tokens_upper_bound: u32,
         non_thinking_max_tokens_upper_bound: u32,
+        special_tokens: Option<PyRef<'_, PySpecialTokens>>,
+        model_versions_by_name: Option<BTreeMap<String, PyModelVersion>>,
     ) -> Self {
+        let defaults = ConversionOptions::default();
         Self {
             inner: ConversionOptions {
                 default_thinking_mode,
@@ -154,9 +205,39 @@ impl PyConversionOptions {
                 messages_web_search: messages_web_search.into(),
                 thinking_max_tokens_upper_bound,
                 non_thinking_max_tokens_upper_bound,
-                ..ConversionOptions::default()
+                special_tokens: special_tokens.map_or(defaults.special_tokens, |s| s.inner.clone()),
+                model_versions_by_name: model_versions_by_name
+                    .map_or(defaults.model_versions_by_name, |names| {
+                        names.into_iter().map(|(k, v)| (k, v.into())).collect()
+                    }),
             },
         }
+    }
+
+    /// Pickles as `ConversionOptions(**every setting)`.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((), Bound<'py, pyo3::types::PyDict>)> {
+        let settings = pyo3::types::PyDict::new(py);
+        settings.set_item("default_thinking_mode", self.default_thinking_mode())?;
+        settings.set_item(
+            "reasoning_content_behavior",
+            self.reasoning_content_behavior(),
+        )?;
+        settings.set_item("responses_web_search", self.responses_web_search())?;
+        settings.set_item("messages_web_search", self.messages_web_search())?;
+        settings.set_item(
+            "thinking_max_tokens_upper_bound",
+            self.thinking_max_tokens_upper_bound(),
+        )?;
+        settings.set_item(
+            "non_thinking_max_tokens_upper_bound",
+            self.non_thinking_max_tokens_upper_bound(),
+        )?;
+        settings.set_item("special_tokens", self.special_tokens())?;
+        settings.set_item("model_versions_by_name", self.model_versions_by_name())?;
+        Ok(((), settings))
     }
 
     #[getter]

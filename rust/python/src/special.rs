@@ -68,6 +68,28 @@ impl PySpecialToken {
     }
 }
 
+/// `SpecialTokens`' keyword for each token, in the order of `SpecialToken::ALL`.
+const KEYWORDS: [&str; 18] = [
+    "bos",
+    "eos",
+    "thinking_start",
+    "thinking_end",
+    "system",
+    "user",
+    "assistant",
+    "latest_reminder",
+    "dsml",
+    "image",
+    "ref",
+    "ref_end",
+    "box",
+    "box_end",
+    "point",
+    "point_end",
+    "polygon",
+    "polygon_end",
+];
+
 /// The spelling of every special token; `SpecialTokens(user="<|U|>")` overrides some.
 #[pyclass(name = "SpecialTokens", frozen, module = "deepseek_recipe._native")]
 #[derive(Clone)]
@@ -130,5 +152,17 @@ impl PySpecialTokens {
 
     fn token(&self, token: PySpecialToken) -> String {
         self.inner.get(token.into()).to_owned()
+    }
+
+    /// Pickles as `SpecialTokens(**every spelling)`.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((), Bound<'py, pyo3::types::PyDict>)> {
+        let spellings = pyo3::types::PyDict::new(py);
+        for (name, token) in KEYWORDS.iter().zip(SpecialToken::ALL) {
+            spellings.set_item(name, self.inner.get(token))?;
+        }
+        Ok(((), spellings))
     }
 }

@@ -8,22 +8,25 @@ use pyo3::types::PyList;
 
 use crate::{errors, ids};
 
-/// A Hugging Face `tokenizer.json`, loaded for prompt encoding.
+/// A Hugging Face `tokenizer.json`, loaded for prompt encoding. Pickles as the file's text,
+/// so a copy in another process (a Ray worker) is the same tokenizer, wherever it runs.
 #[pyclass(name = "Tokenizer", frozen, module = "deepseek_recipe._native")]
 pub struct PyTokenizer {
     pub inner: Arc<Tokenizer>,
+    /// The `tokenizer.json` text it was loaded from, for pickling.
+    source: Arc<str>,
 }
 
 #[pymethods]
 impl PyTokenizer {
     #[staticmethod]
     fn from_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
-        let inner = py
-            .detach(|| Tokenizer::from_file(&path))
-            .map_err(errors::tokenize)?;
-        Ok(Self {
-            inner: Arc::new(inner),
-        })
+        // Read here (the message of a failed read is the one `Tokenizer::from_file` gives),
+        // so the text can be kept for pickling.
+        let text = py
+            .detach(|| std::fs::read_to_string(&path))
+            .map_err(|error| pyo3::exceptions::PyRuntimeError::new_err(error.to_string()))?;
+        Self::from_str(py, &text)
     }
 
     #[staticmethod]
@@ -33,7 +36,17 @@ impl PyTokenizer {
             .map_err(errors::tokenize)?;
         Ok(Self {
             inner: Arc::new(inner),
+            source: Arc::from(text),
         })
+    }
+
+    /// Pickles as `Tokenizer.from_str(<its tokenizer.json text>)`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, pyo3::types::PyString>,))> {
+        let py = slf.py();
+        let load = py.get_type::<Self>().getattr("from_str")?;
+        Ok((load, (pyo3::types::PyString::new(py, &slf.get().source),)))
     }
 
     /// Full-vocabulary encode (added tokens matched), no BOS.

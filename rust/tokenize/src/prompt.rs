@@ -282,6 +282,13 @@ impl PromptIds {
     }
 }
 
+impl From<Vec<u32>> for PromptIds {
+    /// Ids made elsewhere (a list a caller holds, ids read back from storage).
+    fn from(ids: Vec<u32>) -> Self {
+        Self(Held::Whole(ids))
+    }
+}
+
 impl std::fmt::Debug for PromptIds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PromptIds")
