@@ -35,7 +35,6 @@ import bisect
 import hashlib
 import math
 import mimetypes
-from array import array
 from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -57,6 +56,7 @@ from deepseek_recipe._native import (
     SystemMessage,
     ToolDefinition,
     __version__,
+    block_hashes,
 )
 from deepseek_recipe.frontend import PROTOCOLS, Decoder, Event, FinishReason, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import Receive, Scope, Send, header
@@ -285,11 +285,14 @@ class Inspector:
                 "a": ids_a[common] if common < len(ids_a) else None,
                 "b": ids_b[common] if common < len(ids_b) else None,
             }
+        # The router's own block hashes: a block is shared when its chained hash is.
+        hashes_a, hashes_b = block_hashes(ids_a, size), block_hashes(ids_b, size)
+        shared = next((k for k, (x, y) in enumerate(zip(hashes_a, hashes_b)) if x != y), min(len(hashes_a), len(hashes_b)))
         answer.update(
             common_prefix=common,
-            shared_blocks=common // size,
-            full_blocks={"a": len(ids_a) // size, "b": len(ids_b) // size},
-            block_hashes={"a": _block_hashes(ids_a, size), "b": _block_hashes(ids_b, size)},
+            shared_blocks=shared,
+            full_blocks={"a": len(hashes_a), "b": len(hashes_b)},
+            block_hashes={"a": [f"{h:016x}" for h in hashes_a], "b": [f"{h:016x}" for h in hashes_b]},
         )
         return answer
 
@@ -487,16 +490,6 @@ def _event_json(protocol: Protocol, event: Event) -> dict[str, Any]:
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def _block_hashes(ids: list[int], size: int) -> list[str]:
-    """A short chained hash per full block, for display (equal hashes: equal prefixes)."""
-    hashes, chain = [], b""
-    data = array("I", ids).tobytes()
-    for start in range(0, len(ids) - size + 1, size):
-        chain = hashlib.blake2b(chain + data[start * 4 : (start + size) * 4], digest_size=8).digest()
-        hashes.append(chain.hex())
-    return hashes
 
 
 def _plain_segments(prompt: str, ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
