@@ -153,6 +153,7 @@ pub fn scheme_allowed(scheme: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

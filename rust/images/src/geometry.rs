@@ -222,6 +222,7 @@ pub fn output_size(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -191,6 +191,7 @@ pub fn preprocess(data: &[u8], options: &PreprocessOptions) -> Result<Preprocess
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
