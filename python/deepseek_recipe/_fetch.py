@@ -99,7 +99,7 @@ class _PinnedTransport(httpx.BaseTransport):
                 target=request.url.raw_path,
             ),
             headers=request.headers.raw,
-            content=request.stream,  # type: ignore[arg-type]
+            content=request.stream,
             extensions=request.extensions,
         )
         response = self._pool.handle_request(core)

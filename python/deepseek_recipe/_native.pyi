@@ -33,6 +33,8 @@ class ImageError(Exception):
 
     kind: str
     is_retryable: bool
+    #: Ours: the HTTP status a server answers with (400, or 500 for our own failures).
+    status_code: int
 
 class CalcResizeError(ValueError):
     """An image size that cannot be fitted to the model's grid."""

@@ -16,6 +16,7 @@ its client goes away. Failures raise :class:`BackendError`.
 
 from __future__ import annotations
 
+import base64
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Literal, TypeAlias
 
 import orjson
 
-from deepseek_recipe._native import OutputConstraint, TokenIds
+from deepseek_recipe._native import ImageInfo, OutputConstraint, TokenIds
 from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
 
 BackendErrorKind: TypeAlias = Literal["connect", "timeout", "status", "protocol", "closed", "overloaded"]
@@ -62,6 +63,8 @@ class GenerationRequest:
     sampling: Sampling
     stop_token_ids: Sequence[int] = ()
     output_constraint: OutputConstraint | None = None
+    #: V4.1 images, preprocessed (WebP), in the order of the prompt's image placeholders.
+    images: Sequence[ImageInfo] = ()
 
     @classmethod
     def from_prepared(cls, prepared: PreparedRequest, request_id: str) -> GenerationRequest:
@@ -72,7 +75,13 @@ class GenerationRequest:
             sampling=prepared.sampling,
             stop_token_ids=prepared.stop_token_ids,
             output_constraint=prepared.output_constraint,
+            images=prepared.images.images if prepared.images is not None else (),
         )
+
+
+def image_data_url(webp: bytes) -> str:
+    """A preprocessed image as the ``data:`` URL engines take in ``image_data``."""
+    return "data:image/webp;base64," + base64.b64encode(webp).decode("ascii")
 
 
 def ids_json(ids: TokenIds | Sequence[int]) -> orjson.Fragment:
@@ -103,6 +112,9 @@ class Backend(ABC):
 
     #: A short name for logs and metrics.
     name: str = "backend"
+    #: Whether the engine takes images (``GenerationRequest.images``); the gateway refuses a
+    #: request with images for one that does not.
+    takes_images: bool = False
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:

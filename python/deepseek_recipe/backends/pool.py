@@ -35,6 +35,10 @@ class BackendPool(Backend):
     def in_flight(self) -> int:
         return sum(replica.in_flight for replica in self.replicas)
 
+    @property
+    def takes_images(self) -> bool:  # type: ignore[override]
+        return all(replica.takes_images for replica in self.replicas)
+
     def order(self) -> list[int]:
         """Replica indices to try, best first: healthy ones least loaded first, then the rest."""
         now = time.monotonic()

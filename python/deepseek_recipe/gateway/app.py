@@ -34,7 +34,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from deepseek_recipe._native import ConversionError, ConversionOptions, Tokenizer, json_nesting_exceeds
+from deepseek_recipe._native import ConversionError, ConversionOptions, ImageError, Tokenizer, json_nesting_exceeds
 from deepseek_recipe.backends import Backend
 from deepseek_recipe.frontend import Frontend, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import (
@@ -210,11 +210,13 @@ class Gateway:
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
             body = await self._read_body(scope, receive)
-            if len(body) <= _INLINE_PREPARE_BYTES:
+            if len(body) <= _INLINE_PREPARE_BYTES and b"image" not in body:  # images: fetched off the loop
                 prepared = self._prepare(protocol, body, record)
             else:
                 prepared = await anyio.to_thread.run_sync(self._prepare, protocol, body, record)
             record.model, record.stream = prepared.model, prepared.stream
+            if prepared.images is not None and not self.backend.takes_images:
+                raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
             await exchange.run()
         except GatewayError as error:
@@ -237,6 +239,8 @@ class Gateway:
             prepared = self.frontend.prepare(protocol, body)
         except (ValueError, ConversionError) as error:
             raise GatewayError("invalid_request", str(error)) from None
+        except ImageError as error:  # a V4.1 image could not be fetched or preprocessed
+            raise GatewayError("invalid_request" if error.status_code == 400 else "internal", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
         record.prepare_seconds = time.perf_counter() - start

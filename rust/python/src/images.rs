@@ -344,7 +344,7 @@ impl PyReqwestImageFetcher {
                 total_timeout: 30.0,
                 resolver: None,
                 concurrency: 8,
-                max_redirects: 9,
+                max_redirects: 5,
             },
             policy: Policy::default(),
         }
