@@ -56,7 +56,7 @@ class Server:
                     outer.active += 1
                     outer.most_active = max(outer.most_active, outer.active)
                 try:
-                    outer.routes.get(self.path, lambda h: send(h, 404, b"", "text/plain"))(self)
+                    outer.routes.get(self.path, not_found)(self)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
@@ -92,6 +92,18 @@ def send(h: http.server.BaseHTTPRequestHandler, status: int, body: bytes, ctype:
         h.send_header(k, v)
     h.end_headers()
     h.wfile.write(body)
+
+
+def not_found(h: http.server.BaseHTTPRequestHandler) -> None:
+    send(h, 404, b"", "text/plain")
+
+
+def redirect(target: str) -> Handler:
+    return lambda h: send(h, 302, b"", headers={"Location": target})
+
+
+def status(code: int) -> Handler:
+    return lambda h: send(h, code, b"x", "text/plain")
 
 
 @pytest.fixture
@@ -142,7 +154,7 @@ def test_a_redirect_to_a_forbidden_address_is_refused_before_connecting(server: 
     targets = [elsewhere.url("/secret"), "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/x",
                "http://[::1]:9/x", "http://[fd00:ec2::254]/x"]
     for i, target in enumerate(targets):
-        server.routes[f"/r{i}"] = lambda h, t=target: send(h, 302, b"", headers={"Location": t})
+        server.routes[f"/r{i}"] = redirect(target)
         error = failure(lambda: LOOPBACK.fetch(server.url(f"/r{i}")))
         assert error.kind == "DestinationRejected", target
     assert elsewhere.hits == []
@@ -194,7 +206,7 @@ def test_destination_filter_keeps_the_reference_contract(server: Server, elsewhe
     assert dr.ReqwestImageFetcher().with_destination_filter(allow).fetch(server.url("/hop")) == PNG
     assert seen and all(s == ("127.0.0.1", "127.0.0.1") for s in seen)
     for verdict in [False, 1, "yes", None]:
-        rejecting = dr.ReqwestImageFetcher().with_destination_filter(lambda h, a, v=verdict: v)
+        rejecting = dr.ReqwestImageFetcher().with_destination_filter(lambda h, a, v=verdict: v)  # type: ignore[misc]
         assert failure(lambda: rejecting.fetch(server.url("/a.png"))).kind == "DestinationRejected"
 
     def boom(host: str, address: str) -> bool:
@@ -220,7 +232,7 @@ def test_only_http_and_https_are_fetched(server: Server) -> None:
 def test_redirect_hops_are_limited(server: Server) -> None:
     for n in range(12):
         server.routes[f"/chain{n}"] = (
-            (lambda h: send(h, 200, PNG)) if n == 0 else (lambda h, n=n: send(h, 302, b"", headers={"Location": f"/chain{n - 1}"}))
+            (lambda h: send(h, 200, PNG)) if n == 0 else redirect(f"/chain{n - 1}")
         )
     # Five redirects are followed, the sixth is refused (the wheel's limit).
     assert LOOPBACK.fetch(server.url("/chain5")) == PNG
@@ -230,10 +242,10 @@ def test_redirect_hops_are_limited(server: Server) -> None:
 
 
 def test_status_codes(server: Server) -> None:
-    for status, retryable in [(404, False), (403, False), (429, False), (500, True), (503, True), (301, False)]:
-        server.routes[f"/s{status}"] = lambda h, s=status: send(h, s, b"x", "text/plain")
-        error = failure(lambda: LOOPBACK.fetch(server.url(f"/s{status}")))
-        assert (error.kind, error.is_retryable) == ("FetchStatus", retryable), status
+    for code, retryable in [(404, False), (403, False), (429, False), (500, True), (503, True), (301, False)]:
+        server.routes[f"/s{code}"] = status(code)
+        error = failure(lambda: LOOPBACK.fetch(server.url(f"/s{code}")))
+        assert (error.kind, error.is_retryable) == ("FetchStatus", retryable), code
     server.routes["/empty"] = lambda h: send(h, 204, b"")
     assert LOOPBACK.fetch(server.url("/empty")) == b""
 

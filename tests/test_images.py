@@ -249,7 +249,9 @@ MIB = 1 << 20
 
 
 def test_size_limits_and_messages() -> None:
-    x = lambda n: dr.BytesImageSource(b"x" * n)  # noqa: E731
+    def x(n: int) -> dr.ImageSource:
+        return dr.BytesImageSource(b"x" * n)
+
     assert resolve([x(32 * MIB + 1)])[:2] == ("ImageTooLarge", "image[0]: image file size exceeds limit 32 MB")
     assert resolve([x(32 * MIB)])[0] == "UnsupportedMediaType"
     assert resolve([x(32 * MIB), x(32 * MIB), x(MIB - 1)])[:2] == (

@@ -65,6 +65,9 @@ class GenerationRequest:
     output_constraint: OutputConstraint | None = None
     #: V4.1 images, preprocessed (WebP), in the order of the prompt's image placeholders.
     images: Sequence[ImageInfo] = ()
+    #: Engine input tokens the images take beyond their placeholders (for an engine that
+    #: reports prompt usage from ``prompt_ids`` alone).
+    image_tokens: int = 0
 
     @classmethod
     def from_prepared(cls, prepared: PreparedRequest, request_id: str) -> GenerationRequest:
@@ -76,6 +79,7 @@ class GenerationRequest:
             stop_token_ids=prepared.stop_token_ids,
             output_constraint=prepared.output_constraint,
             images=prepared.images.images if prepared.images is not None else (),
+            image_tokens=prepared.image_tokens,
         )
 
 

@@ -75,7 +75,8 @@ class DemoEngine(Backend):
         self._in_flight += 1
         try:
             prompt = list(request.prompt_ids)
-            yield BackendChunk(prompt_tokens=len(prompt), cached_tokens=self._cached_prefix(prompt))
+            usage = len(prompt) + request.image_tokens
+            yield BackendChunk(prompt_tokens=usage, cached_tokens=self._cached_prefix(prompt))
             ids = self.write(prompt, json_output=_wants_json(request), images=len(request.images))
             finish: Any = "stop"
             if len(ids) > request.sampling.max_tokens:
