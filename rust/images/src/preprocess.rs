@@ -135,12 +135,26 @@ pub fn letterbox(width: u32, height: u32, box_w: u32, box_h: u32) -> (u32, u32, 
     (w, h, (box_w - w) / 2, (box_h - h) / 2)
 }
 
+/// Catmull-Rom (bicubic) resampling with fast_image_resize's SIMD convolution; the `image`
+/// crate's scalar resize should it refuse (it never has for 8-bit RGB).
+fn resize(image: &RgbImage, w: u32, h: u32) -> RgbImage {
+    use fast_image_resize::{images::Image, FilterType as Fir, PixelType, ResizeAlg, ResizeOptions, Resizer};
+    let fast = || -> Option<RgbImage> {
+        let src = fast_image_resize::images::ImageRef::new(image.width(), image.height(), image.as_raw(), PixelType::U8x3).ok()?;
+        let mut dst = Image::new(w, h, PixelType::U8x3);
+        let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(Fir::CatmullRom));
+        Resizer::new().resize(&src, &mut dst, &options).ok()?;
+        RgbImage::from_raw(w, h, dst.into_vec())
+    };
+    fast().unwrap_or_else(|| image::imageops::resize(image, w, h, FilterType::CatmullRom))
+}
+
 fn resize_into_box(image: &RgbImage, box_w: u32, box_h: u32) -> RgbImage {
     let (w, h, x, y) = letterbox(image.width(), image.height(), box_w, box_h);
     let scaled = if (w, h) == image.dimensions() {
         image.clone()
     } else {
-        image::imageops::resize(image, w, h, FilterType::CatmullRom)
+        resize(image, w, h)
     };
     if (w, h) == (box_w, box_h) {
         return scaled;
