@@ -34,7 +34,16 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from deepseek_recipe._native import ConversionError, ConversionOptions, ImageError, Tokenizer, json_nesting_exceeds
+from deepseek_recipe._native import (
+    ConversionError,
+    ConversionOptions,
+    ImageError,
+    ImageResolver,
+    OpenCvImagePreprocessor,
+    ReqwestImageFetcher,
+    Tokenizer,
+    json_nesting_exceeds,
+)
 from deepseek_recipe.backends import Backend
 from deepseek_recipe.frontend import Frontend, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import (
@@ -334,7 +343,9 @@ def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
     tokenizer = Tokenizer.from_file(str(settings.tokenizer)) if settings.tokenizer else None
     options = ConversionOptions(default_thinking_mode=settings.default_thinking)
-    return Frontend(tokenizer, options=options, context_limit=settings.context_limit)
+    fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
+    resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())
+    return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)
 
 
 def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Backend:
