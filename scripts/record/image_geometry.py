@@ -24,7 +24,7 @@ Two tables, both from the published wheel:
   - (2048, 512) ``high`` for every square 1..2048 and ``low`` for every square 1..1100;
   - 3,000 seeded sizes in 1..2048 squared, ``high`` and ``low`` with (2048, 512).
 
-Run with the published wheel, never with this package (about 20 minutes on two cores):
+Run with the published wheel, never with this package (about an hour on two shared cores):
 
     /work/venv-ref/bin/python scripts/record/image_geometry.py
 
