@@ -384,7 +384,9 @@ class Frontend:
 
         Raises ``ValueError`` for a body of the wrong shape and ``ConversionError`` (status 400,
         with the OpenAI-style body) for one that cannot be served, both with the reference's
-        messages. Releases the GIL for the heavy parts; call it off an event loop.
+        messages. A V4.1 request's images are fetched and preprocessed here (``ImageError`` when
+        one fails; its tokens count into ``max_tokens``). Releases the GIL for the heavy parts;
+        call it off an event loop.
         """
         converted, model, wiring = self._convert(protocol, body)
         ids = self._encodings[converted.model_version].encode_ids(converted.conversation)
