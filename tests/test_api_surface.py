@@ -27,11 +27,7 @@ REFERENCE_ALL = {
 }
 
 # Compatible names not provided yet, each with the capability that brings it.
-NOT_YET = {
-    # image fetching and preprocessing
-    "ImageInfo", "ImageQuota", "ImageResolver", "MultiModalData", "OpenCvImagePreprocessor",
-    "PreprocessOptions", "ReqwestImageFetcher",
-}
+NOT_YET: set[str] = set()
 
 # Our own additions to the surface.
 OURS = {

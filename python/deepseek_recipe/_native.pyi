@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension ``deepseek_recipe._native`` (checked by mypy.stubtest)."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import Buffer, Self, disjoint_base
@@ -42,6 +42,8 @@ class ImageError(Exception):
 
     kind: str
     is_retryable: bool
+    #: Ours: the HTTP status a server answers with (400, or 500 for our own failures).
+    status_code: int
 
 class CalcResizeError(ValueError):
     """An image size that cannot be fitted to the model's grid."""
@@ -170,6 +172,83 @@ class BytesImageSource(ImageSource):
     """An image supplied as encoded bytes."""
 
     def __new__(cls, data: bytes, detail: ImageDetail = "high", *, path: str = ...) -> Self: ...
+
+@final
+class ImageInfo:
+    """A preprocessed image for the inference backend: its encoded bytes and its dimensions."""
+
+    def __new__(cls, data: bytes, width: int, height: int) -> Self: ...
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+
+@final
+class MultiModalData:
+    """Images in the order their placeholders appear in a prompt."""
+
+    def __new__(cls, images: Sequence[ImageInfo] | None = None) -> Self: ...
+    @property
+    def images(self) -> list[ImageInfo]: ...
+    def is_empty(self) -> bool: ...
+    def image_token_adjustment(self) -> int:
+        """Image tokens beyond one per placeholder; ``CalcResizeError`` if a fit does not settle."""
+
+@final
+class ImageQuota:
+    """The image count and source bytes recorded by the completed resolve calls of one request."""
+
+    def __new__(cls) -> Self: ...
+    def image_count(self) -> int: ...
+    def byte_size(self) -> int: ...
+
+@final
+class PreprocessOptions:
+    """Options passed to one image preprocessing operation."""
+
+    def __new__(cls, detail: ImageDetail, max_dimension_px: int, low_detail_max_dimension_px: int) -> Self: ...
+    @property
+    def detail(self) -> ImageDetail: ...
+    @property
+    def max_dimension_px(self) -> int: ...
+    @property
+    def low_detail_max_dimension_px(self) -> int: ...
+
+@final
+class OpenCvImagePreprocessor:
+    """The image preprocessor (the reference's name): decode, orient, fit, letterbox, WebP."""
+
+    def __new__(cls) -> Self: ...
+    def preprocess(self, data: bytes, options: PreprocessOptions) -> ImageInfo: ...
+
+@final
+class ReqwestImageFetcher:
+    """The image fetcher (the reference's name): only globally routable addresses by default."""
+
+    def __new__(cls) -> Self: ...
+    @staticmethod
+    def with_max_bytes(max_bytes: int) -> ReqwestImageFetcher: ...
+    def with_destination_filter(self, destination_filter: Callable[[str, str], bool]) -> ReqwestImageFetcher: ...
+    def with_allowed_networks(self, networks: Sequence[str]) -> ReqwestImageFetcher: ...
+    def with_timeouts(self, connect: float, total: float) -> ReqwestImageFetcher: ...
+    def with_resolver(self, resolver: Callable[[str, int], Sequence[str]]) -> ReqwestImageFetcher: ...
+    def with_concurrency(self, concurrency: int) -> ReqwestImageFetcher: ...
+    def fetch(self, url: str) -> bytes: ...
+    def _allows_address(self, address: str) -> bool: ...
+
+@final
+class ImageResolver:
+    """An image resolver built from explicit fetching and preprocessing components."""
+
+    def __new__(cls, fetcher: ReqwestImageFetcher, preprocessor: OpenCvImagePreprocessor) -> Self: ...
+    def resolve(self, sources: Sequence[ImageSource], quota: ImageQuota) -> MultiModalData: ...
+
+_SNIFF_BYTES: int
+
+def _looks_like_image(prefix: bytes) -> bool: ...
+def _scheme_allowed(scheme: str) -> bool: ...
 
 @disjoint_base
 class Message:

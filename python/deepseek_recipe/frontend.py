@@ -37,6 +37,8 @@ from deepseek_recipe._native import (
     ConversionOptions,
     DeepseekV4Encoding,
     DeepseekV41Encoding,
+    ImageQuota,
+    ImageResolver,
     InferenceChunk,
     InferenceFinishReason,
     LatestReminderMessage,
@@ -44,11 +46,14 @@ from deepseek_recipe._native import (
     MessagesResponse,
     MessagesStreamEvent,
     ModelVersion,
+    MultiModalData,
+    OpenCvImagePreprocessor,
     OutputConstraint,
     PromptUsage,
     ResponsesRequest,
     ResponsesResponse,
     ResponsesStreamEvent,
+    ReqwestImageFetcher,
     SpecialToken,
     StreamProcessor,
     SystemMessage,
@@ -142,6 +147,11 @@ class PreparedRequest:
     stop_token_ids: list[int]
     frontend: Frontend = field(repr=False)
     _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    #: V4.1: the request's images, preprocessed, in placeholder order (``None`` without images).
+    images: MultiModalData | None = field(default=None, repr=False)
+    #: Engine input tokens the images take beyond their one placeholder each (already counted
+    #: into ``sampling.max_tokens``; add it to ``len(prompt_ids)`` for the prompt's size).
+    image_tokens: int = 0
 
     @property
     def model_version(self) -> ModelVersion:
@@ -313,8 +323,11 @@ class Frontend:
         *,
         options: ConversionOptions | None = None,
         context_limit: int = DEFAULT_CONTEXT_LIMIT,
+        image_resolver: ImageResolver | None = None,
     ) -> None:
         self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
+        # V4.1 images: fetched (globally routable addresses only, by default) and preprocessed.
+        self.image_resolver = image_resolver or ImageResolver(ReqwestImageFetcher(), OpenCvImagePreprocessor())
         options = options if options is not None else ConversionOptions()
         self.context_limit = context_limit
         special = options.special_tokens
@@ -371,11 +384,15 @@ class Frontend:
 
         Raises ``ValueError`` for a body of the wrong shape and ``ConversionError`` (status 400,
         with the OpenAI-style body) for one that cannot be served, both with the reference's
-        messages. Releases the GIL for the heavy parts; call it off an event loop.
+        messages. A V4.1 request's images are fetched and preprocessed here (``ImageError`` when
+        one fails; its tokens count into ``max_tokens``). Releases the GIL for the heavy parts;
+        call it off an event loop.
         """
         converted, model, wiring = self._convert(protocol, body)
         ids = self._encodings[converted.model_version].encode_ids(converted.conversation)
-        max_tokens = converted.resolve_max_tokens(len(ids), self.context_limit)
+        images = self._images(converted)
+        image_tokens = images.image_token_adjustment() if images is not None else 0
+        max_tokens = converted.resolve_max_tokens(len(ids) + image_tokens, self.context_limit)
         options = converted.inference_options
         sampling = Sampling(
             max_tokens=max_tokens,
@@ -397,7 +414,18 @@ class Frontend:
             stop_token_ids=self.stop_token_ids,
             frontend=self,
             _responses_wiring=wiring,
+            images=images,
+            image_tokens=image_tokens,
         )
+
+    def _images(self, request: ConversationRequest) -> MultiModalData | None:
+        """Fetch and preprocess a V4.1 request's images (``ImageError`` when one fails)."""
+        if request.model_version != ModelVersion.DeepseekV41Flash:
+            return None
+        sources = [s for m in request.conversation.messages for s in (m.image_sources or [])]
+        if not sources:
+            return None
+        return self.image_resolver.resolve(sources, ImageQuota())
 
     def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
         """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""

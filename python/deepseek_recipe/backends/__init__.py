@@ -17,6 +17,7 @@ its client goes away. Failures raise :class:`BackendError`.
 
 from __future__ import annotations
 
+import base64
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import orjson
 
-from deepseek_recipe._native import OutputConstraint, TokenIds
+from deepseek_recipe._native import ImageInfo, OutputConstraint, TokenIds
 from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
 
 if TYPE_CHECKING:
@@ -66,6 +67,11 @@ class GenerationRequest:
     sampling: Sampling
     stop_token_ids: Sequence[int] = ()
     output_constraint: OutputConstraint | None = None
+    #: V4.1 images, preprocessed (WebP), in the order of the prompt's image placeholders.
+    images: Sequence[ImageInfo] = ()
+    #: Engine input tokens the images take beyond their placeholders (for an engine that
+    #: reports prompt usage from ``prompt_ids`` alone).
+    image_tokens: int = 0
 
     @classmethod
     def from_prepared(cls, prepared: PreparedRequest, request_id: str) -> GenerationRequest:
@@ -76,7 +82,14 @@ class GenerationRequest:
             sampling=prepared.sampling,
             stop_token_ids=prepared.stop_token_ids,
             output_constraint=prepared.output_constraint,
+            images=prepared.images.images if prepared.images is not None else (),
+            image_tokens=prepared.image_tokens,
         )
+
+
+def image_data_url(webp: bytes) -> str:
+    """A preprocessed image as the ``data:`` URL engines take in ``image_data``."""
+    return "data:image/webp;base64," + base64.b64encode(webp).decode("ascii")
 
 
 def ids_json(ids: TokenIds | Sequence[int]) -> orjson.Fragment:
@@ -107,6 +120,9 @@ class Backend(ABC):
 
     #: A short name for logs and metrics.
     name: str = "backend"
+    #: Whether the engine takes images (``GenerationRequest.images``); the gateway refuses a
+    #: request with images for one that does not.
+    takes_images: bool = False
 
     @abstractmethod
     def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:

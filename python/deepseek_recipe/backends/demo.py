@@ -38,6 +38,7 @@ _TOOL_RESULT = "<tool_result>"
 
 class DemoEngine(Backend):
     """Deterministic output for any DeepSeek V4 prompt; ``token_delay`` seconds per token."""
+    takes_images = True  # it says how many it got
 
     name = "demo"
 
@@ -72,8 +73,9 @@ class DemoEngine(Backend):
         self._in_flight += 1
         try:
             prompt = list(request.prompt_ids)
-            yield BackendChunk(prompt_tokens=len(prompt), cached_tokens=self._cached_prefix(prompt))
-            ids = self.write(prompt, json_output=_wants_json(request))
+            usage = len(prompt) + request.image_tokens
+            yield BackendChunk(prompt_tokens=usage, cached_tokens=self._cached_prefix(prompt))
+            ids = self.write(prompt, json_output=_wants_json(request), images=len(request.images))
             finish: Any = "stop"
             if len(ids) > request.sampling.max_tokens:
                 ids, finish = ids[: request.sampling.max_tokens], "length"
@@ -96,7 +98,7 @@ class DemoEngine(Backend):
 
     # -- reading the prompt and writing the output -----------------------------------------
 
-    def write(self, prompt: Sequence[int], *, json_output: bool = False) -> list[int]:
+    def write(self, prompt: Sequence[int], *, json_output: bool = False, images: int = 0) -> list[int]:
         """The output ids for ``prompt`` (see the module doc)."""
         user, assistant = self._ids.get(SpecialToken.User), self._ids.get(SpecialToken.Assistant)
         last_user = _last_index(prompt, user)
@@ -116,7 +118,7 @@ class DemoEngine(Backend):
         if call:
             parts.append((self._tool_call(call, turn, dialect_v41="｜DSML｜ calls>" in head), True))
         else:
-            parts.append((_answer(turn, json_output), False))
+            parts.append((_answer(turn, json_output, images), False))
         ids: list[int] = []
         for text, structural in parts:
             ids += self._tokenizer.encode(text) if structural else self._tokenizer.encode_ordinary(text)
@@ -186,12 +188,14 @@ def _quote(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _answer(turn: str, json_output: bool) -> str:
+def _answer(turn: str, json_output: bool, images: int = 0) -> str:
     if turn.startswith(_TOOL_RESULT):
         result = turn[len(_TOOL_RESULT) :].split("</tool_result>", 1)[0]
         text = f"The tool returned: {_quote(result, 200)}"
     else:
         text = f"You said: “{_quote(turn, 200)}”. I am the deepseek-recipe demo engine: no weights, just echoes."
+        if images:
+            text += f" I received {images} image{'s' if images != 1 else ''}, but cannot see them."
     return json.dumps({"answer": text}, ensure_ascii=False) if json_output else text
 
 

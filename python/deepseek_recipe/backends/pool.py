@@ -72,6 +72,10 @@ class BackendPool(Backend):
     def in_flight(self) -> int:
         return sum(replica.in_flight for replica in self.replicas)
 
+    @property
+    def takes_images(self) -> bool:  # type: ignore[override]
+        return all(replica.takes_images for replica in self.replicas)
+
     def bind_metrics(self, metrics: Metrics) -> None:
         self._metrics = metrics
 

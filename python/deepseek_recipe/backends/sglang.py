@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 import orjson
 
-from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
+from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json, image_data_url
 from deepseek_recipe.backends._http import HttpBackend
 from deepseek_recipe.frontend import FinishReason
 
 
 class SGLangBackend(HttpBackend):
     """``base_url`` is the SGLang server's root (``http://host:30000``)."""
+    takes_images = True
 
     def __init__(
         self, base_url: str, *, connect_timeout: float = 10.0, client: httpx.AsyncClient | None = None
@@ -58,6 +59,9 @@ class SGLangBackend(HttpBackend):
             "stream": True,
             "rid": request.request_id,
         }
+        if request.images:
+            # One data URL per image placeholder, in order; SGLang expands each placeholder.
+            body["image_data"] = [image_data_url(image.data) for image in request.images]
         if sampling.logprobs:
             body["return_logprob"] = True
             body["top_logprobs_num"] = sampling.top_logprobs or 0

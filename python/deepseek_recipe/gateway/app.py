@@ -36,7 +36,16 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from deepseek_recipe._native import ConversionError, ConversionOptions, Tokenizer, json_nesting_exceeds
+from deepseek_recipe._native import (
+    ConversionError,
+    ConversionOptions,
+    ImageError,
+    ImageResolver,
+    OpenCvImagePreprocessor,
+    ReqwestImageFetcher,
+    Tokenizer,
+    json_nesting_exceeds,
+)
 from deepseek_recipe.backends import Backend
 from deepseek_recipe.frontend import Frontend, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import (
@@ -224,11 +233,13 @@ class Gateway:
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
             body = await self._read_body(scope, receive)
-            if len(body) <= _INLINE_PREPARE_BYTES:
+            if len(body) <= _INLINE_PREPARE_BYTES and b"image" not in body:  # images: fetched off the loop
                 prepared = self._prepare(protocol, body, record)
             else:
                 prepared = await anyio.to_thread.run_sync(self._prepare, protocol, body, record)
             record.model, record.stream = prepared.model, prepared.stream
+            if prepared.images is not None and not self.backend.takes_images:
+                raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
             await exchange.run()
         except GatewayError as error:
@@ -251,6 +262,8 @@ class Gateway:
             prepared = self.frontend.prepare(protocol, body)
         except (ValueError, ConversionError) as error:
             raise GatewayError("invalid_request", str(error)) from None
+        except ImageError as error:  # a V4.1 image could not be fetched or preprocessed
+            raise GatewayError("invalid_request" if error.status_code == 400 else "internal", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
         if record is not None:
@@ -345,7 +358,9 @@ def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
     tokenizer = Tokenizer.from_file(str(settings.tokenizer)) if settings.tokenizer else None
     options = ConversionOptions(default_thinking_mode=settings.default_thinking)
-    return Frontend(tokenizer, options=options, context_limit=settings.context_limit)
+    fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
+    resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())
+    return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)
 
 
 def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Backend:

@@ -135,7 +135,7 @@ class Exchange:
         chunk = await self._next(inbox, settings.connect_timeout, "accept the request", keepalive=False)
         if chunk is None:
             raise self._backend_failed(BackendError("closed", "the engine closed the stream at once"))
-        record.prompt_tokens = len(self.prepared.prompt_ids)
+        record.prompt_tokens = len(self.prepared.prompt_ids) + self.prepared.image_tokens
         if stream:
             await self._start_stream()
         decoding = False

@@ -82,12 +82,27 @@ class GatewaySettings(BaseSettings):
     log_requests: bool = Field(default=True, description="one structured log line per request")
     webui: bool = Field(default=True, description="serve the visualizer page and its API at /webui/ (and /)")
 
-    @field_validator("backend_urls", "api_keys", mode="before")
+    # -- V4.1 images --
+    image_networks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="networks image URLs may point into besides globally routable addresses "
+        "(comma-separated CIDRs, e.g. 10.1.0.0/16); none by default",
+    )
+
+    @field_validator("backend_urls", "api_keys", "image_networks", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("image_networks")
+    @classmethod
+    def _networks(cls, networks: list[str]) -> list[str]:
+        from deepseek_recipe._native import ReqwestImageFetcher
+
+        ReqwestImageFetcher().with_allowed_networks(networks)  # ValueError for a malformed one
+        return networks
 
     @field_validator("backend_urls")
     @classmethod

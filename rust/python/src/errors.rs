@@ -39,6 +39,22 @@ pub fn conversion(err: deepseek_model::ConversionError) -> PyErr {
     })
 }
 
+/// An `ImageError` carrying `kind` (the reference's variant name) and `is_retryable`.
+pub fn image(err: deepseek_images::ImageError) -> PyErr {
+    Python::attach(|py| {
+        let e = ImageError::new_err(err.message.clone());
+        let value = e.value(py);
+        let annotated = value
+            .setattr("kind", err.kind.name())
+            .and_then(|()| value.setattr("is_retryable", err.is_retryable()))
+            .and_then(|()| value.setattr("status_code", err.kind.http_status()));
+        match annotated {
+            Ok(()) => e,
+            Err(failure) => failure,
+        }
+    })
+}
+
 pub fn protocol(err: ProtocolError) -> PyErr {
     match err {
         ProtocolError::Conversion(e) => conversion(e),

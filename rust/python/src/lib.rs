@@ -1,14 +1,15 @@
 //! The `deepseek_recipe._native` extension module: an export list, no logic. Each file wraps
 //! one stage: `protocol` (requests), `conversation` and `message` (the canonical model),
 //! `options`, `special`, `encoding` (render + encode), `tokenizer`, `blocks` (KV block
-//! hashes); `pyvalue` converts Python values to JSON, `errors` maps every error kind to its
-//! exception.
+//! hashes), `images`; `pyvalue` converts Python values to JSON, `errors` maps every error kind
+//! to its exception.
 
 mod blocks;
 mod conversation;
 mod encoding;
 mod errors;
 mod ids;
+mod images;
 mod message;
 mod options;
 mod protocol;
@@ -81,6 +82,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ids::PyTokenIds>()?;
     m.add_function(wrap_pyfunction!(blocks::block_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(blocks::prefix_hash, m)?)?;
+
+    m.add_class::<images::PyImageInfo>()?;
+    m.add_class::<images::PyMultiModalData>()?;
+    m.add_class::<images::PyImageQuota>()?;
+    m.add_class::<images::PyPreprocessOptions>()?;
+    m.add_class::<images::PyOpenCvImagePreprocessor>()?;
+    m.add_class::<images::PyReqwestImageFetcher>()?;
+    m.add_class::<images::PyImageResolver>()?;
+    m.add("_SNIFF_BYTES", images::SNIFF_BYTES)?;
+    m.add_function(wrap_pyfunction!(images::looks_like_image, m)?)?;
+    m.add_function(wrap_pyfunction!(images::scheme_allowed, m)?)?;
 
     m.add_class::<stream::PyPromptUsage>()?;
     m.add_class::<stream::PyInferenceFinishReason>()?;
