@@ -8,7 +8,7 @@ from pathlib import Path
 import deepseek_recipe
 from deepseek_recipe import _native
 
-# ``deepseek_recipe.__all__`` of the public deepseek-recipe 0.2.0 (behavior.md section 1).
+# ``deepseek_recipe.__all__`` of the public deepseek-recipe 0.2.0 (recorded from the wheel).
 REFERENCE_ALL = {
     "IMAGE_SPECIAL_TOKEN_ID", "AssistantMessage", "BytesImageSource", "CalcResizeError",
     "ChatCompletionChunk", "ChatCompletionChunkGenerator", "ChatCompletionRequest",

@@ -37,4 +37,22 @@ def test_readme_python_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
 def test_readme_set_up_commands_are_the_scripts() -> None:
     text = README.read_text(encoding="utf-8")
     assert "    bash scripts/run.sh\n" in text and "    bash scripts/test.sh\n" in text
-    assert "../shared" not in text and "behavior.md" not in text
+
+
+# What a clone of the repository does not have: the team's shared folder and the reference's
+# written description. Spelled as patterns so that this file does not match itself.
+OUTSIDE = re.compile(rb"behavior\.md|\.\./shared|/work/share[d]")
+# Folders that are not the repository's own text: build output, environments, caches.
+SKIPPED_DIRS = {".git", "node_modules", "__pycache__", "artifacts"}
+
+
+def test_no_file_points_outside_the_repository() -> None:
+    root = README.parent
+    offenders = []
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if any(p in SKIPPED_DIRS or p.startswith((".venv", "target", ".data", ".pytest", ".mypy", ".ruff")) for p in parts):
+            continue
+        if path.is_file() and OUTSIDE.search(path.read_bytes()):
+            offenders.append(str(path.relative_to(root)))
+    assert offenders == []

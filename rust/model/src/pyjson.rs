@@ -1,6 +1,7 @@
 //! PYJSON: the Python-style JSON spelling (`", "`, `": "`, raw non-ASCII, Python-like float
 //! spelling) used in tool schema lines, format blocks, DSML parameter values and Messages
-//! tool-call arguments (behavior.md §8.5a).
+//! tool-call arguments. Pinned by the tables below and by the float cases of
+//! `rust/render/tests/rules.rs` (`v4_float_spelling`, `v41_float_spelling`).
 //!
 //! Integers that fit `i64`/`u64` print as integers; every other number is an `f64` printed
 //! with its shortest round-trip digits, decimal with a fractional part in a middle band and
@@ -15,7 +16,7 @@ use serde_json::{Number, Value};
 /// How floats are spelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FloatStyle {
-    /// V4 (behavior.md §8.5a): decimal for `1e-5 <= |x| < 1e16`; small exponents unpadded
+    /// V4 (`pyjson_table` below): decimal for `1e-5 <= |x| < 1e16`; small exponents unpadded
     /// (`1e-6`, `9.99e-6`).
     #[default]
     Compact,
@@ -122,7 +123,8 @@ fn write_string(out: &mut String, s: &str) {
 /// backslash-escaped, newline, tab, carriage return, backspace and form feed get their short
 /// escapes, other control characters become `\u00xx`; everything else (DEL and all
 /// non-ASCII) stays literal. The stream parser escapes `string="true"` parameter values
-/// with these same rules (behavior.md §10.2).
+/// with these same rules (`string_escape_table` below; `rust/stream/tests/parser_cases.rs`,
+/// `tool_call_markup`).
 pub fn escape_string_into(text: &str, out: &mut String) {
     out.reserve(text.len());
     // Every character that needs an escape is one ASCII byte, so the text between two of

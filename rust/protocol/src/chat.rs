@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions requests: the typed shape ([`ChatCompletionRequest::from_value`])
-//! and its conversion into a [`ConversationRequest`] (behavior.md §4, §7).
+//! and its conversion into a [`ConversationRequest`] (pinned by the `cc-*` cases of
+//! the conformance corpus, `tests/conformance/`, read by `tests/chat_conformance.rs`).
 //!
 //! `convert` runs the semantic checks in the order the reference reports them: the model,
 //! tool names, empty messages, the message list (one ordered pass), reasoning history,

@@ -1,4 +1,5 @@
-//! Anthropic Messages requests (behavior.md §6): the wire shape, and its conversion into a
+//! Anthropic Messages requests (conformance cases `msg-*`, read by
+//! `tests/messages_conformance.rs`): the wire shape, and its conversion into a
 //! canonical [`ConversationRequest`] with the shared thinking, sampling and tool rules.
 
 mod content;

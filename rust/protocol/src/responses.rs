@@ -1,4 +1,5 @@
-//! OpenAI Responses requests (behavior.md §5): the wire shape ([`wire`]), the input items
+//! OpenAI Responses requests (conformance cases `resp-*`, read by
+//! `tests/responses_conformance.rs`): the wire shape ([`wire`]), the input items
 //! ([`input`]), the declared tools ([`tool_defs`]), and the conversion that ties them to the
 //! shared thinking, sampling and tool rules.
 
@@ -269,11 +270,11 @@ fn announce_checked_tools(messages: &mut [Message], loaded: &[ToolDefinition]) {
     }
 }
 
-/// `ReasoningContentBehavior::Reject` for Responses: with thinking on, an assistant message
-/// after the last user message that carries no reasoning is refused when it made tool calls
-/// or when the request has tools, declared or loaded (the whole conversation counts when no user message
-/// exists). Earlier ones are filled with `""` like everywhere else. A message with a call
-/// whose id carries the generated `ET` marker counts as having its reasoning.
+/// `ReasoningContentBehavior::Reject` for Responses: with thinking on, an assistant message after
+/// the last user message that carries no reasoning is refused when it made tool calls or when the
+/// request has tools, declared or loaded (the whole conversation counts when no user message
+/// exists). Earlier ones are filled with `""` like everywhere else. A message with a call whose id
+/// carries the generated `ET` marker counts as having its reasoning.
 fn check_reasoning_returned(
     messages: &[Message],
     thinking_mode: bool,

@@ -1,4 +1,5 @@
-//! JSON schemas carried by requests (behavior.md §7.6): function-tool `parameters` and
+//! JSON schemas carried by requests (`tests/tools_rules.rs`, `tests/tools_schema_probes.rs`):
+//! function-tool `parameters` and
 //! `json_schema` response formats. A non-strict schema is checked against the JSON-Schema
 //! meta-schema ([`meta`]) and then kept verbatim; a strict one is read into a restricted
 //! model, checked and re-written ([`strict`]). This module knows nothing about tools or

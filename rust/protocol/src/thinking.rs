@@ -1,5 +1,6 @@
 //! Thinking mode, reasoning effort, sampling, token budget and stop-sequence rules shared by
-//! all three protocols (behavior.md §3, §7.1–§7.4).
+//! all three protocols (conformance cases `*-effort-*`, `*-options-*`, `*-reasoning-*`;
+//! `tests/test_max_tokens_bounds.py`).
 
 use deepseek_model::{
     ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior,

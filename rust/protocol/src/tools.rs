@@ -1,4 +1,4 @@
-//! Tool definitions shared by all protocols (behavior.md §7.5, §7.6, §2.4 constraints):
+//! Tool definitions shared by all protocols (`tests/tools_rules.rs`, `tests/tools_corpus.rs`):
 //! name validation, parameter-schema validation (the schema rules live in
 //! [`crate::schema`]), uniqueness, tool_choice semantics and the output constraint.
 //!

@@ -1,4 +1,4 @@
-//! The Messages emitter and accumulator (behavior.md §11.3), driven directly: the reference
+//! The Messages emitter and accumulator, driven directly: the reference
 //! examples `stream_msg_*.json` are replayed through the real output parser and the emitter
 //! (with a minimal stand-in for the stream processor: text chunks, one token each), and each
 //! event's SSE name and JSON text, and the accumulated message, are compared with the file.

@@ -1,4 +1,4 @@
-//! The Responses emitter and accumulator (behavior.md §11.2), driven directly. The reference
+//! The Responses emitter and accumulator, driven directly. The reference
 //! examples `stream_resp_{a,b,c}_*.json` (vendored under `fixtures/responses_reply/`) are
 //! replayed through the real output parser and the emitter, with a minimal stand-in for the
 //! stream processor (text chunks of one token each, the example's call ids); every event's

@@ -1,4 +1,4 @@
-//! Table-driven tests of the tool rules (behavior.md §7.5, §7.6, §2.4). Expected values
+//! Table-driven tests of the tool rules. Expected values
 //! were recorded from the reference package (deepseek-recipe 0.2.0) for the same inputs,
 //! through a Chat Completions request: schemas in, stored schema or exact error out; names;
 //! tool_choice with and without thinking; output constraints.

@@ -1,4 +1,5 @@
-//! TOOLCALLS: an assistant's tool calls as DSML markup (behavior.md §8.7–8.8), and the
+//! TOOLCALLS: an assistant's tool calls as DSML markup (`tests/rules.rs`, the `*_tool_call*`
+//! and `*_float_spelling` cases; the conformance prompts), and the
 //! required-tool opener.
 
 use deepseek_model::pyjson::pyjson_with;

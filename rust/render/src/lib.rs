@@ -5,9 +5,9 @@
 //! reject. User-supplied text is always plain text; only template tokens and the image
 //! placeholders a message marks become special ranges.
 //!
-//! Layout (behavior.md §8.3): BOS, the head system block (effort preamble, system text,
-//! tools block, format section), each normalized block, the generation suffix unless the
-//! prompt ends in a prefix assistant, and the required-tool opener.
+//! Layout (pinned by `tests/conformance.rs` over the conformance corpus): BOS, the head system
+//! block (effort preamble, system text, tools block, format section), each normalized block, the
+//! generation suffix unless the prompt ends in a prefix assistant, and the required-tool opener.
 
 mod dialect;
 mod dsml;

@@ -1,5 +1,5 @@
-//! Per-block rendering (behavior.md §8.7, §8.9): user/tool runs, reminders, non-head system
-//! messages and assistant turns (normal and prefix).
+//! Per-block rendering (`tests/rules.rs`, `tests/conformance.rs`): user/tool runs, reminders,
+//! non-head system messages and assistant turns (normal and prefix).
 
 use deepseek_model::{Message, Role, SpecialToken};
 
@@ -68,8 +68,8 @@ pub(crate) struct Position {
 }
 
 /// An assistant turn. A V4 prefix assistant that is not last is written with the prefix
-/// rule and then closed with EOS (behavior.md §8.2 calls it "a normal turn", but its THINK
-/// follows the prefix rule).
+/// rule and then closed with EOS (the reference's published description calls it "a normal
+/// turn", but its THINK follows the prefix rule; `docs/compatibility.md`).
 pub(crate) fn write_assistant(
     w: &mut Writer<'_>,
     ctx: &Context,

@@ -1,4 +1,4 @@
-//! Message normalization before rendering (behavior.md §8.6): system hoisting (V4), reminder
+//! Message normalization before rendering (`tests/rules.rs`): system hoisting (V4), reminder
 //! runs (V4.1), the created head system, user merging (V4), tool-result reordering and
 //! user/tool runs. The result is the list of blocks the prompt is written from, in order.
 

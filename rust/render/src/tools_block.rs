@@ -1,5 +1,5 @@
-//! The TOOLS_BLOCK of the head system (behavior.md §8.5), the schema lines it lists, and the
-//! V4.1 "Updated Tool Schemas" section of a system message.
+//! The TOOLS_BLOCK of the head system (`tests/conformance.rs`, `tests/rules.rs`), the schema lines
+//! it lists, and the V4.1 "Updated Tool Schemas" section of a system message.
 
 use deepseek_model::pyjson::pyjson_with;
 use deepseek_model::{SpecialToken, ToolDefinition};
@@ -37,7 +37,8 @@ Otherwise, output directly after {/think} with tool calls or final response.
 const CLOSING: &str = "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n";
 
 /// Write the tools block for `tools`. Deferred tools are left out on both versions (the
-/// reference does so on V4 too, although behavior.md §8.2 says V4 lists them).
+/// reference does so on V4 too, although its description says V4 lists them;
+/// `tests/rules.rs`, `v4_all_tools_deferred`).
 pub(crate) fn write_tools_block(w: &mut Writer<'_>, dialect: &Dialect, tools: &[ToolDefinition]) {
     write_template(w, dialect, INSTRUCTIONS);
     let listed: Vec<&ToolDefinition> = tools.iter().filter(|tool| !tool.defer_loading).collect();

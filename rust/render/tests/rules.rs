@@ -2,7 +2,8 @@
 //! produces (unknown tool ids, empty call lists, prefix assistants in odd places, custom
 //! spellings). Each case builds a conversation directly; `rules_expected.json` holds the
 //! reference's rendering of it as markup (every special range shown as `[[…]]`) and the
-//! number of image sources it listed. Several of these rules differ from behavior.md; the
+//! number of image sources it listed. Several of these rules differ from the reference's published
+//! description (`docs/compatibility.md` lists them); the
 //! case names say which rule they pin.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

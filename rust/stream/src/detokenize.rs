@@ -1,5 +1,5 @@
 //! Incremental detokenization: token chunks to decoded pieces, holding back text whose
-//! decoding is not final yet (behavior.md §10.7).
+//! decoding is not final yet (`tests/detokenize.rs`, `tests/processor.rs`).
 //!
 //! The rule is the reference's (the Hugging Face decode-stream rule), applied per pushed
 //! chunk: everything held plus the new chunk is decoded, ordinary tokens' bytes lossily (each

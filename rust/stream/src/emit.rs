@@ -38,7 +38,8 @@ pub enum Completion {
 pub struct Usage {
     pub prompt: PromptUsage,
     pub completion_tokens: u64,
-    /// Known only when token chunks were used in thinking mode (behavior.md §10.8).
+    /// Known only when token chunks were used in thinking mode (`tests/processor.rs`,
+    /// `lifecycle_table`).
     pub reasoning_tokens: Option<u64>,
 }
 
@@ -50,7 +51,7 @@ pub struct TopLogprob {
     pub bytes: Vec<u8>,
 }
 
-/// The logprob of one emitted token (behavior.md §10.10).
+/// The logprob of one emitted token (`tests/processor.rs`, `logprobs_travel_with_their_text`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenLogprob {
     pub token: String,
@@ -81,7 +82,8 @@ pub trait Emitter {
         out: &mut Vec<Self::Event>,
     );
 
-    /// A tool call's name is complete. `id` is the generated call id (behavior.md §10.9).
+    /// A tool call's name is complete. `id` is the generated call id
+    /// (`tests/processor.rs`, `tool_call_ids_have_the_reference_shape`).
     fn tool_call_start(&mut self, index: usize, id: &str, name: &str, out: &mut Vec<Self::Event>);
 
     /// A fragment of a tool call's argument JSON.

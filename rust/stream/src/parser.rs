@@ -1,5 +1,6 @@
-//! The output parser (behavior.md §10.2–§10.5): a byte-level state machine over the text the
-//! model writes. See `DESIGN.md` in this crate for the stage diagram and a worked example.
+//! The output parser (`tests/parser_cases.rs`, `tests/conformance.rs`): a byte-level state machine
+//! over the text the model writes. See `DESIGN.md` in this crate for the stage diagram and a worked
+//! example.
 
 use std::collections::VecDeque;
 
@@ -15,10 +16,10 @@ pub enum Segment {
     Content,
 }
 
-/// One piece of a decoded token chunk (behavior.md §10.7): the caller detokenizes ordinary
-/// token ids into text and passes special tokens as themselves. A special token is one
-/// symbol to the parser: the `</think>` token ends reasoning where the same characters made
-/// of ordinary tokens are only text, and a special token that is no marker (an EOS, a
+/// One piece of a decoded token chunk (`tests/parser_cases.rs`, `token_input`): the caller
+/// detokenizes ordinary token ids into text and passes special tokens as themselves. A special
+/// token is one symbol to the parser: the `</think>` token ends reasoning where the same characters
+/// made of ordinary tokens are only text, and a special token that is no marker (an EOS, a
 /// `<｜User｜>`) comes out as its spelling, in a delta of its own, invisible to stop sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoded<'a> {

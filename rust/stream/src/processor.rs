@@ -1,4 +1,4 @@
-//! The stream processor (behavior.md §10.1, §10.6–§10.10): one response's lifecycle around
+//! The stream processor (`tests/processor.rs`): one response's lifecycle around
 //! the [`Parser`]. It takes the backend's chunks (ready, text, token ids, finish), turns token
 //! ids into text through a caller-supplied [`Vocabulary`], counts usage, gives tool calls
 //! their ids, carries logprobs to the text they produced, and drives a protocol [`Emitter`].
@@ -507,7 +507,8 @@ pub fn escape_invalid_utf8(bytes: &[u8]) -> String {
     }
 }
 
-/// Tool-call ids: `call_<NN>_[ET_]<20 alphanumerics><4 digits>` (behavior.md §10.9).
+/// Tool-call ids: `call_<NN>_[ET_]<20 alphanumerics><4 digits>` (`tests/processor.rs`,
+/// `tool_call_ids_have_the_reference_shape`).
 #[derive(Debug, Clone)]
 struct IdSource {
     state: u64,

@@ -1,4 +1,4 @@
-//! Chunking never matters (behavior.md §10.2), except for JSON-mode spaces (§10.4).
+//! Chunking never matters, except for JSON-mode spaces (`parser_cases.rs`, `json_output_mode`).
 //!
 //! Every output of the corpus is fed whole, split in two at every character boundary, one
 //! character at a time, and in pseudo-random chunkings; the accumulated reasoning, content,

@@ -1,4 +1,4 @@
-//! The incremental detokenizer (behavior.md §10.7): text is released once its decoding no
+//! The incremental detokenizer: text is released once its decoding no
 //! longer ends in U+FFFD, as the reference does (observed with the V4 tokenizer: 🦀 = ids
 //! 3574, 102, 225; single-byte tokens 0x80, 0xF0, 0xE4).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,5 @@
-//! Named, table-driven parser cases from behavior.md §10.2–§10.5, plus a regression group
+//! Named, table-driven parser cases of the reference's observed parse results, plus a
+//! regression group
 //! (behaviours found by differential testing against the reference) that only grows.
 //! Every case is checked fed whole and one character at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -525,7 +526,7 @@ fn later_text_is_ignored_once_done() {
     );
 }
 
-/// Token input (behavior.md §10.7): special tokens are symbols, observed with the V4
+/// Token input: special tokens are symbols, observed with the V4
 /// tokenizer against the reference.
 #[test]
 fn token_input() {

@@ -1,4 +1,4 @@
-//! The stream processor (behavior.md §10.1, §10.6–§10.10): lifecycle, usage, tool-call ids,
+//! The stream processor: lifecycle, usage, tool-call ids,
 //! token decoding and its split at added tokens, logprobs. A recording emitter writes each
 //! call as one line, so a test states the whole conversation with the emitter.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! Errors users see (behavior.md §1, §9), exact to the reference's wording, and bad
+//! Errors users see (tokenizer loading and encoding), exact to the reference's wording, and bad
 //! special ranges, which must give an error and never a panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Lists of one special range are what these tests mean, not `Vec`s of offsets.

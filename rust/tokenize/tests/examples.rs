@@ -69,7 +69,7 @@ fn full_vocabulary_encode_matches_the_reference() {
     }
 }
 
-/// The single-string rows of the spec table (behavior.md §9).
+/// The single-string rows of the reference's examples (`fixtures/encoding_v4_examples.json`).
 #[test]
 fn full_vocabulary_encode_of_typed_spellings() {
     let tokenizer = common::tokenizer();

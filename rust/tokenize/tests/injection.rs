@@ -1,4 +1,4 @@
-//! Injection safety (behavior.md §9): text in a gap is never matched against the added
+//! Injection safety: text in a gap is never matched against the added
 //! vocabulary. Every spelling of every added token, typed into a gap in several contexts,
 //! encodes to ordinary ids only, and equals an independent oracle: Hugging Face
 //! `tokenizers` loaded from the same file with its `added_tokens` list removed.
@@ -106,7 +106,7 @@ fn typed_spelling_beside_a_real_special_range() {
 }
 
 /// `encode_special_tokens=True` is not the same thing: it still matches non-special added
-/// tokens such as `<｜User｜>` and `｜DSML｜` (behavior.md §9).
+/// tokens such as `<｜User｜>` and `｜DSML｜` (the flag the reference does not use).
 #[test]
 fn encode_special_tokens_flag_is_not_injection_safe() {
     let mut flagged: tokenizers::Tokenizer = common::tokenizer_json().parse().unwrap();

@@ -1,8 +1,8 @@
-//! Chat `content` (a string or a list of parts) to message text plus image sources
-//! (behavior.md §4.2, §7.7). Parts are joined with a blank line; on V4.1 each image part
-//! (an `image_url`, or a `file` part whose `file_data` is an image data URL) becomes one
-//! image placeholder whose byte range is recorded; on V4 every image or file part becomes the
-//! text `[Unsupported Image]`.
+//! Chat `content` (a string or a list of parts) to message text plus image sources (conformance
+//! cases `cc-images-*`, `cc-unicode-*`). Parts are joined with a blank line; on V4.1 each image
+//! part (an `image_url`, or a `file` part whose `file_data` is an image data URL) becomes one image
+//! placeholder whose byte range is recorded; on V4 every image or file part becomes the text
+//! `[Unsupported Image]`.
 
 use deepseek_model::{ConversionError, ImageDetail, ModelVersion};
 

@@ -1,5 +1,6 @@
 //! V4.1 image parts: which `image_url` URLs and `file_data` data URLs become image sources,
-//! and the errors for the rest (behavior.md §4.2 "Image parts"). Chat reads URLs the WHATWG
+//! and the errors for the rest (conformance cases `cc-images-*`;
+//! `tests/test_image_urls.py`). Chat reads URLs the WHATWG
 //! way (the shared image rules); the `file_data` checks are its own.
 
 use deepseek_model::{ConversionError, ImageDetail, ImageSource};

@@ -1,5 +1,6 @@
 //! Chat messages to canonical messages in one ordered pass: per-message content rules and
-//! tool-call / tool-result pairing (behavior.md §4.2, §4.3). The pass stops at the first
+//! tool-call / tool-result pairing (conformance cases `cc-toolargs-*`, `cc-etid-*`,
+//! `mutation-cc-*`). The pass stops at the first
 //! error in message order, which is the order the reference reports them in.
 
 use std::collections::HashSet;

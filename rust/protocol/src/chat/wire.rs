@@ -1,5 +1,6 @@
 //! The Chat Completions request as it arrives on the wire: serde shapes whose names, field
-//! order and types reproduce the reference's shape-error texts exactly (behavior.md §3, §4.1).
+//! order and types reproduce the reference's shape-error texts exactly (conformance
+//! cases `cc-bodyform-*`, `cc-raw-*`).
 //!
 //! Type names and field order matter: serde's messages name the Rust type (`expected struct
 //! ChatCompletionThinking`) and report the first missing field in declaration order; a

@@ -1,4 +1,5 @@
-//! Messages content blocks to canonical messages (behavior.md §6.2): every user block
+//! Messages content blocks to canonical messages (conformance cases `msg-basic-*`,
+//! `msg-reasoning-*`, `msg-etid-*`): every user block
 //! becomes its own message, assistant blocks fold into one message, system-role messages
 //! become system messages (V4.1) or `<system-reminder>` user messages (V4).
 //!
@@ -403,7 +404,7 @@ pub(crate) fn retain_remaining_tools(converted: &mut Converted, remaining: &[Too
 }
 
 /// `call_<2 chars>_ET_…`: the id the stream emitter gives a call made with empty reasoning
-/// (behavior.md §10.9).
+/// (`rust/stream/tests/processor.rs`, `tool_call_ids_have_the_reference_shape`).
 fn is_empty_thinking_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     bytes.starts_with(b"call_") && bytes.get(7..11) == Some(b"_ET_".as_slice())

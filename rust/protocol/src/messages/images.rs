@@ -1,4 +1,5 @@
-//! Messages image blocks to image sources (behavior.md §6.2, §7.7): base64 data is checked
+//! Messages image blocks to image sources (conformance cases `msg-images-*`;
+//! `tests/test_image_urls.py`): base64 data is checked
 //! as strict standard base64 and kept as a data URL; `url` sources must start with `http`;
 //! `file` sources are refused. Image bytes are never fetched or decoded beyond that check.
 

@@ -1,4 +1,5 @@
-//! Tool-use / tool-result pairing (behavior.md §6.2): every `tool_use` of an assistant
+//! Tool-use / tool-result pairing (conformance cases `msg-toolargs-*`, `mutation-msg-*`):
+//! every `tool_use` of an assistant
 //! message must be answered by `tool_result` blocks at the very start of the next message,
 //! and every `tool_result` must answer a `tool_use` of the message right before it.
 //!

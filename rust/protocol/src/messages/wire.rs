@@ -1,4 +1,5 @@
-//! The wire shape of an Anthropic Messages request, as serde sees it (behavior.md §6.1).
+//! The wire shape of an Anthropic Messages request, as serde sees it (conformance cases
+//! `msg-bodyform-*`, `msg-raw-*`).
 //!
 //! Type names are part of the observable behaviour: serde quotes them in shape errors
 //! (`invalid length 0, expected struct MessagesRequest with 13 elements`,

@@ -1,4 +1,4 @@
-//! Chat Completions on the way back (behavior.md §11.1): the chunk emitter and the
+//! Chat Completions on the way back (`tests/chat_reply.rs`): the chunk emitter and the
 //! accumulated `chat.completion` object.
 //!
 //! A [`ChatCompletionChunk`] keeps its parts as values and writes its JSON by hand, so the

@@ -1,5 +1,5 @@
-//! Anthropic Messages on the way back (behavior.md §11.3): the stream emitter that turns the
-//! processor's calls into `message_start` / `content_block_*` / `ping` / `message_delta` /
+//! Anthropic Messages on the way back (`tests/messages_reply.rs`): the stream emitter that turns
+//! the processor's calls into `message_start` / `content_block_*` / `ping` / `message_delta` /
 //! `message_stop` events, and the accumulator that folds those events into one `message`.
 //!
 //! Blocks are closed lazily: a block stays open until the next block starts or the stream
@@ -27,7 +27,7 @@ pub struct MessagesUsage {
 }
 
 impl MessagesUsage {
-    /// Input tokens are the prompt minus its cache hits (saturating, behavior.md §10.8).
+    /// Input tokens are the prompt minus its cache hits (saturating; `tests/messages_reply.rs`).
     pub fn new(prompt: PromptUsage, output_tokens: u64) -> Self {
         Self {
             input_tokens: prompt
@@ -41,7 +41,7 @@ impl MessagesUsage {
     }
 }
 
-/// Why the message ended (behavior.md §10.6).
+/// Why the message ended (`tests/messages_reply.rs`, `scenarios_emit_and_accumulate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {

@@ -1,4 +1,4 @@
-//! OpenAI Responses replies (behavior.md §11.2): the stream events and response object
+//! OpenAI Responses replies (`tests/responses_reply.rs`): the stream events and response object
 //! ([`events`]), the emitter that produces them from the stream processor's calls
 //! ([`emitter`]), the accumulated `ResponsesResponse` ([`accumulate`]), the request settings a
 //! response reports ([`settings`]), and the `apply_patch` input taken from streamed

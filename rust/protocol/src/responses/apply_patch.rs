@@ -1,6 +1,7 @@
-//! The built-in `apply_patch` function tool that replaces a `{"type":"custom","name":"apply_patch"}`
-//! declaration (behavior.md §5.3). V4 uses the same text without the blank line after the
-//! opening sentence pair, as the reference does.
+//! The built-in `apply_patch` function tool that replaces a
+//! `{"type":"custom","name":"apply_patch"}` declaration (conformance cases `resp-raw-022`,
+//! `resp-raw-023`). V4 uses the same text without the blank line after the opening sentence pair,
+//! as the reference does.
 
 use deepseek_model::{ModelVersion, ToolDefinition};
 use serde_json::Value;

@@ -1,4 +1,5 @@
-//! `instructions` and `input` items to canonical messages (behavior.md §5.2): message
+//! `instructions` and `input` items to canonical messages (conformance cases `resp-basic-*`,
+//! `resp-toolargs-*`, `resp-reasoning-*`, `mutation-resp-*`): message
 //! items, reasoning, function / custom tool calls and their outputs, tool search items, and
 //! the grouping and pairing rules that tie calls to outputs.
 //!

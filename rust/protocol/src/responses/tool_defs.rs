@@ -1,4 +1,5 @@
-//! Responses tool declarations and tool_choice (behavior.md §5.3): function tools,
+//! Responses tool declarations and tool_choice (conformance cases `resp-tools-*`): function
+//! tools,
 //! namespaces, the `apply_patch` custom tool, client tool search, web search, and the tools
 //! a `tool_search_output` item loads.
 

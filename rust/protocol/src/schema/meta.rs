@@ -1,5 +1,5 @@
-//! Non-strict schemas (behavior.md §7.6): the checks the reference's JSON-Schema validator
-//! makes when it compiles a schema, with its messages.
+//! Non-strict schemas (`tests/tools_schema_probes.rs`): the checks the reference's JSON-Schema
+//! validator makes when it compiles a schema, with its messages.
 //!
 //! 1. `$schema` at the top picks the draft: 2020-12 (the default, and the one used for an
 //!    unknown `$schema`, which is rejected after the meta-schema check) or draft-07. Drafts

@@ -1,8 +1,8 @@
-//! Strict schemas (behavior.md §7.6): a JSON schema is read into a small typed model, the
-//! model is checked, and the model is written back out. Reading reports the first problem in
-//! the order a serde reader meets it (keys in request order, a missing field last); checks
-//! run after reading, children before their parent; the "top level is an object" check
-//! runs last.
+//! Strict schemas (`tests/tools_rules.rs`, `schemas_match_the_reference`): a JSON schema is read
+//! into a small typed model, the model is checked, and the model is written back out. Reading
+//! reports the first problem in the order a serde reader meets it (keys in request order, a missing
+//! field last); checks run after reading, children before their parent; the "top level is an
+//! object" check runs last.
 //!
 //! Worked example: `{"type":"object","title":"T","properties":{"a":{"type":"string",
 //! "minLength":1}}}` reads as `Object{properties:[a: String{}]}` (`title` and `minLength`

@@ -1,6 +1,7 @@
-//! The Responses emitter (behavior.md §11.2): turns the processor's calls into output items
-//! and their events. An item stays open until the next item starts or the stream finishes,
-//! so a message learns its phase (`commentary` when a tool call follows) when it closes.
+//! The Responses emitter (`tests/responses_reply.rs`, `rules_beyond_the_examples`): turns the
+//! processor's calls into output items and their events. An item stays open until the next item
+//! starts or the stream finishes, so a message learns its phase (`commentary` when a tool call
+//! follows) when it closes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

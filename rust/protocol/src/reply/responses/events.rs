@@ -1,5 +1,6 @@
 //! The Responses stream events and the response object, in the reference's key order
-//! (behavior.md §11.2). `to_json` is compact JSON of these types.
+//! (`tests/responses_reply.rs`, `examples_replay_exactly`). `to_json` is compact JSON of these
+//! types.
 
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ pub struct TopLogprob {
     pub bytes: Vec<u8>,
 }
 
-/// The logprob of one output-text token (behavior.md §10.10).
+/// The logprob of one output-text token (`tests/responses_reply.rs`, `logprob_spelling_table`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Logprob {
     pub token: String,

@@ -1,7 +1,7 @@
-//! The input of an `apply_patch` custom tool call, taken from the call's streamed argument
-//! JSON (behavior.md §11.2): when the arguments open with `{"input": "`, the unescaped string
-//! value is the input and the rest is ignored; otherwise the argument JSON itself is.
-//! Text that may still be that opening is held until it is decided.
+//! The input of an `apply_patch` custom tool call, taken from the call's streamed argument JSON
+//! (`tests/responses_reply.rs`, `echo_namespace_and_apply_patch_example`): when the arguments open
+//! with `{"input": "`, the unescaped string value is the input and the rest is ignored; otherwise
+//! the argument JSON itself is. Text that may still be that opening is held until it is decided.
 
 const OPENING: &str = "{\"input\": \"";
 

@@ -1,6 +1,7 @@
 //! The request settings a Responses reply reports back in every response object
-//! (behavior.md §11.2): the scalar settings as the request typed them, and the reasoning,
-//! text, tool-choice and tool settings reduced to the shapes the reference reports.
+//! (`tests/responses_reply.rs`, `request_echo_reports_settings_as_written`): the scalar settings as
+//! the request typed them, and the reasoning, text, tool-choice and tool settings reduced to the
+//! shapes the reference reports.
 
 use serde_json::{json, Value};
 
