@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{tokens / ray_seconds / 1e6:.2f} | {plain_seconds / ray_seconds:.2f}x | {ray_marginal:,.0f} | "
         f"{ray_marginal / plain_marginal:.2f}x |",
         "",
-        f"{count} requests, {tokens:,} prompt tokens, batches of {args.batch_size}. \"Past start-up\": the "
+        f'{count} requests, {tokens:,} prompt tokens, batches of {args.batch_size}. "Past start-up": the '
         f"second half's requests over the time the full run took beyond the half run ({ray_half_seconds:.1f} s "
         f"for Ray, which includes starting the actors and loading the tokenizer in each), the same for the "
         f"loop. ray.init took {init_seconds:.1f} s (not counted). Outputs identical: {'yes' if same else 'NO'}.",

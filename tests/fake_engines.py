@@ -69,7 +69,9 @@ class FakeEngine:
     async def _serve(self, request: dict[str, Any], receive: Receive, send: Send) -> None:
         if self.behaviour == "status":
             body = b'{"error": {"message": "boom"}}'
-            await send({"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"application/json")]})
+            await send(
+                {"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"application/json")]}
+            )
             await send({"type": "http.response.body", "body": body})
             return
         headers = [(b"content-type", b"text/event-stream")]
@@ -150,7 +152,18 @@ class FakeEngine:
                 "finish_reason": {"type": self.finish, "matched": 1} if last else None,
             }
             return {"text": self.tokenizer.decode(sent), "output_ids": list(sent), "meta_info": meta}
-        choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None, "finish_reason": self.finish if last else None}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": self.finish if last else None,
+        }
         if self.token_ids and request.get("return_token_ids"):
             choice["token_ids"] = ids
-        return {"id": "cmpl-1", "object": "text_completion", "created": 0, "model": request["model"], "choices": [choice]}
+        return {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "created": 0,
+            "model": request["model"],
+            "choices": [choice],
+        }

@@ -40,7 +40,12 @@ def dataset(rows: int) -> list[dict[str, Any]]:
             body = {"model": MODEL, "input": text, "instructions": "Be brief.", "max_output_tokens": 64}
             protocol = "responses"
         else:
-            body = {"model": MODEL, "max_tokens": 50, "messages": [{"role": "user", "content": text}], "stop_sequences": ["END"]}
+            body = {
+                "model": MODEL,
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": text}],
+                "stop_sequences": ["END"],
+            }
             protocol = "messages"
         out.append({"id": k, "protocol": protocol, "body": json.dumps(body)})
     out[rows // 2]["body"] = json.dumps({"model": "no-such-model", "messages": [{"role": "user", "content": "x"}]})
@@ -110,7 +115,10 @@ def test_every_batch_kind_gives_the_same_columns(frontend: Frontend) -> None:
     # A fixed protocol needs no protocol column; bytes and dict bodies work too.
     chats = [json.loads(r["body"]) for r in rows if r["protocol"] == "chat" and "no-such" not in r["body"]]
     plain = prepare_batch({"body": chats}, frontend=frontend)
-    assert plain["prompt_ids"][0] == expected_row(frontend, {"protocol": "chat", "body": json.dumps(chats[0])})["prompt_ids"]
+    assert (
+        plain["prompt_ids"][0]
+        == expected_row(frontend, {"protocol": "chat", "body": json.dumps(chats[0])})["prompt_ids"]
+    )
     as_bytes = prepare_batch({"body": [json.dumps(c).encode() for c in chats]}, frontend=frontend)
     assert as_bytes["block_hashes"] == plain["block_hashes"]
     with pytest.raises(KeyError, match="text"):
@@ -139,14 +147,19 @@ def test_the_stage_and_its_arguments_pickle(tokenizer: dr.Tokenizer) -> None:
     assert copy(batch)["error"] == [None] and len(copy(batch)["block_hashes"][0]) >= 1
     # The pieces on their own.
     restored = pickle.loads(pickle.dumps(options))
-    assert restored.default_thinking_mode is False and restored.model_versions_by_name["agent"] == dr.ModelVersion.DeepseekV4Pro
+    assert (
+        restored.default_thinking_mode is False
+        and restored.model_versions_by_name["agent"] == dr.ModelVersion.DeepseekV4Pro
+    )
     special = pickle.loads(pickle.dumps(dr.SpecialTokens(user="<U>")))
     assert special.token(dr.SpecialToken.User) == "<U>"
     assert pickle.loads(pickle.dumps(dr.ReasoningContentBehavior.Reject)) == dr.ReasoningContentBehavior.Reject
     assert pickle.loads(pickle.dumps(dr.WebSearchBehavior.Drop)) == dr.WebSearchBehavior.Drop
     again = pickle.loads(pickle.dumps(tokenizer))
     text = "Hello <｜User｜> 世界 🦀"
-    assert again.encode(text) == tokenizer.encode(text) and again.encode_ordinary(text) == tokenizer.encode_ordinary(text)
+    assert again.encode(text) == tokenizer.encode(text) and again.encode_ordinary(text) == tokenizer.encode_ordinary(
+        text
+    )
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,9 @@ def test_the_documented_definition(block_size: int) -> None:
     length = block_size * 2 + block_size // 2 if block_size > 1 else 5
     full = by_definition(ids, block_size)[: length // block_size]
     rest = ids[len(full) * block_size : length]
-    expected = xxhash.xxh3_64_intdigest(struct.pack("<Q", full[-1] if full else 0) + struct.pack(f"<{len(rest)}I", *rest))
+    expected = xxhash.xxh3_64_intdigest(
+        struct.pack("<Q", full[-1] if full else 0) + struct.pack(f"<{len(rest)}I", *rest)
+    )
     assert dr.prefix_hash(ids, length, block_size) == (expected if rest else full[-1])
 
 
@@ -133,7 +135,11 @@ def test_the_same_in_other_processes(frontend: Frontend) -> None:
     # A fresh interpreter (its own hash seed), and a spawned worker given the ids by pickle.
     code = "import sys, json, deepseek_recipe as dr; print(json.dumps(dr.block_hashes(json.load(sys.stdin))))"
     child = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(ids.tolist()), capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        input=json.dumps(ids.tolist()),
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
     assert json.loads(child.stdout) == expected

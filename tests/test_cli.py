@@ -16,8 +16,11 @@ SAMPLE = ROOT / "examples" / "chat_request.json"
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "deepseek_recipe", *args], input=stdin.decode() if stdin else None,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "deepseek_recipe", *args],
+        input=stdin.decode() if stdin else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

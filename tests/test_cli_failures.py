@@ -15,11 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "chat_request.json"
 
 
-def run(*args: str, stdin: bytes | None = None, stdin_path: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def run(
+    *args: str, stdin: bytes | None = None, stdin_path: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     if stdin_path is not None:
         with open(stdin_path, "rb") as source:
-            return subprocess.run([sys.executable, "-m", "deepseek_recipe", *args], stdin=source, capture_output=True, timeout=timeout)
-    return subprocess.run([sys.executable, "-m", "deepseek_recipe", *args], input=stdin, capture_output=True, timeout=timeout)
+            return subprocess.run(
+                [sys.executable, "-m", "deepseek_recipe", *args], stdin=source, capture_output=True, timeout=timeout
+            )
+    return subprocess.run(
+        [sys.executable, "-m", "deepseek_recipe", *args], input=stdin, capture_output=True, timeout=timeout
+    )
 
 
 def one_clear_line(out: subprocess.CompletedProcess[bytes], status: int, *words: str) -> str:
@@ -55,7 +61,9 @@ def test_endless_input_is_refused_not_read() -> None:
     one_clear_line(run("render", "-", stdin_path="/dev/zero"), 2, "larger than")
 
 
-@pytest.mark.parametrize("data", [b"", b"\xff\xfe", b"[" * 10_000, b'{"model": 5}'], ids=["empty", "utf8", "deep", "shape"])
+@pytest.mark.parametrize(
+    "data", [b"", b"\xff\xfe", b"[" * 10_000, b'{"model": 5}'], ids=["empty", "utf8", "deep", "shape"]
+)
 def test_bad_request_bodies(data: bytes) -> None:
     one_clear_line(run("render", "-", stdin=data), 2, "error")
 
@@ -86,7 +94,9 @@ def test_serve_on_a_busy_port() -> None:
 
 def test_closed_stdout_is_quiet(tmp_path: Path) -> None:
     big = tmp_path / "big.json"  # its output is far larger than a pipe's buffer
-    big.write_text(json.dumps({"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "word " * 200_000}]}))
+    big.write_text(
+        json.dumps({"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "word " * 200_000}]})
+    )
     script = f"{sys.executable} -m deepseek_recipe encode {big} --format json | head -c 1 >/dev/null"
     out = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, timeout=120)
     assert out.stderr == b"" and out.returncode == 1

@@ -93,7 +93,11 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
         lambda n: {"model": V4, "messages": [{"role": "user", "content": f"m{i}"} for i in range(n)]},
         OK,
     ),
-    "chat_content_parts": (CHAT, lambda n: {"model": V4, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * n}]}, OK),
+    "chat_content_parts": (
+        CHAT,
+        lambda n: {"model": V4, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * n}]},
+        OK,
+    ),
     "chat_calls_and_results": (CHAT, lambda n: chat_pairing(n, list(range(n))), OK),
     "chat_results_reversed": (CHAT, lambda n: chat_pairing(n, list(reversed(range(n)))), OK),
     "chat_result_missing": (CHAT, lambda n: chat_pairing(n, list(range(n - 1))), CHAT_INSUFFICIENT),
@@ -116,10 +120,16 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
         OK,
     ),
     "chat_tools": (CHAT, lambda n: chat(tools=[chat_tool(f"t{i}") for i in range(n)]), OK),
-    "chat_tools_duplicate_last": (CHAT, lambda n: chat(tools=[chat_tool(f"t{i}") for i in range(n)] + [chat_tool("t0")]), UNIQUE),
+    "chat_tools_duplicate_last": (
+        CHAT,
+        lambda n: chat(tools=[chat_tool(f"t{i}") for i in range(n)] + [chat_tool("t0")]),
+        UNIQUE,
+    ),
     "chat_schema_properties": (
         CHAT,
-        lambda n: chat(tools=[chat_tool("t", {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(n)}})]),
+        lambda n: chat(
+            tools=[chat_tool("t", {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(n)}})]
+        ),
         OK,
     ),
     "chat_strict_properties": (
@@ -130,7 +140,11 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
     "chat_strict_any_of": (
         CHAT,
         lambda n: chat(
-            tools=[chat_tool("t", strict_object({"a": {"anyOf": [{"type": "string", "const": f"v{i}"} for i in range(n)]}}), True)]
+            tools=[
+                chat_tool(
+                    "t", strict_object({"a": {"anyOf": [{"type": "string", "const": f"v{i}"} for i in range(n)]}}), True
+                )
+            ]
         ),
         OK,
     ),
@@ -168,7 +182,9 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
     ),
     "chat_pattern_properties": (
         CHAT,
-        lambda n: chat(tools=[chat_tool("t", {"type": "object", "patternProperties": {f"^p{i}[a-z]+": {} for i in range(n)}})]),
+        lambda n: chat(
+            tools=[chat_tool("t", {"type": "object", "patternProperties": {f"^p{i}[a-z]+": {} for i in range(n)}})]
+        ),
         OK,
     ),
     "chat_response_format_properties": (
@@ -178,7 +194,10 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
             "messages": [{"role": "user", "content": "json"}],
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "s", "schema": {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}},
+                "json_schema": {
+                    "name": "s",
+                    "schema": {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}},
+                },
             },
         },
         OK,
@@ -187,7 +206,12 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
         CHAT,
         lambda n: {
             "model": V41,
-            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"http://x/{i}"}} for i in range(n)]}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": f"http://x/{i}"}} for i in range(n)],
+                }
+            ],
         },
         OK,
     ),
@@ -195,7 +219,12 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
         CHAT,
         lambda n: {
             "model": V41,
-            "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + "AAAA" * n}}]}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + "AAAA" * n}}],
+                }
+            ],
         },
         OK,
     ),
@@ -218,11 +247,17 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
         RESPONSES,
         lambda n: {
             "model": V41,
-            "input": [{"role": "user", "content": [{"type": "input_image", "image_url": f"http://x/{i}"} for i in range(n)]}],
+            "input": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": f"http://x/{i}"} for i in range(n)]}
+            ],
         },
         OK,
     ),
-    "responses_items": (RESPONSES, lambda n: {"model": V4, "input": [{"role": "user", "content": f"m{i}"} for i in range(n)]}, OK),
+    "responses_items": (
+        RESPONSES,
+        lambda n: {"model": V4, "input": [{"role": "user", "content": f"m{i}"} for i in range(n)]},
+        OK,
+    ),
     "responses_calls_and_outputs": (RESPONSES, lambda n: responses_pairing(n, list(range(n))), OK),
     "responses_outputs_reversed": (RESPONSES, lambda n: responses_pairing(n, list(reversed(range(n)))), OK),
     "responses_tools": (
@@ -257,7 +292,11 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
     ),
     "messages_content_blocks": (
         MESSAGES,
-        lambda n: {"model": V4, "max_tokens": 10, "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * n}]},
+        lambda n: {
+            "model": V4,
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * n}],
+        },
         OK,
     ),
     "messages_image_blocks_v41": (
@@ -266,7 +305,13 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
             "model": V41,
             "max_tokens": 10,
             "messages": [
-                {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}] * n}
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+                    ]
+                    * n,
+                }
             ],
         },
         OK,
@@ -277,7 +322,15 @@ CASES: dict[str, tuple[Converter, Callable[[int], Body], str]] = {
             "model": V41,
             "max_tokens": 10,
             "messages": [
-                {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA" * n + "="}}]}
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": "AA" * n + "="},
+                        }
+                    ],
+                }
             ],
         },
         OK,

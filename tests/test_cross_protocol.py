@@ -19,18 +19,28 @@ import deepseek_recipe as dr
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 TOOLS = [
-    {"name": "get_weather", "description": "Weather for a city.",
-     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}},
-    {"name": "search", "description": "Web search.",
-     "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+    },
+    {
+        "name": "search",
+        "description": "Web search.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
 ]
 
-text = st.lists(
-    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8)
-    | st.sampled_from(["\n", "<｜User｜>", "</think>", "｜DSML｜", " "]),
-    min_size=1,
-    max_size=5,
-).map("".join).filter(lambda s: s.strip() != "")
+text = (
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8)
+        | st.sampled_from(["\n", "<｜User｜>", "</think>", "｜DSML｜", " "]),
+        min_size=1,
+        max_size=5,
+    )
+    .map("".join)
+    .filter(lambda s: s.strip() != "")
+)
 
 
 @dataclass
@@ -55,7 +65,9 @@ def calls(draw: Any, turn: int) -> list[Call]:
     out = []
     for i in range(draw(st.integers(0, 2))):
         name = draw(st.sampled_from(["get_weather", "search"]))
-        args: dict[str, Any] = {"city": draw(text), "days": draw(st.integers(0, 9))} if name == "get_weather" else {"q": draw(text)}
+        args: dict[str, Any] = (
+            {"city": draw(text), "days": draw(st.integers(0, 9))} if name == "get_weather" else {"q": draw(text)}
+        )
         out.append(Call(f"call_{turn}_{i}", name, args, draw(text)))
     return out
 
@@ -63,7 +75,10 @@ def calls(draw: Any, turn: int) -> list[Call]:
 @st.composite
 def conversations(draw: Any) -> tuple[str, list[Turn], str, bool]:
     n = draw(st.integers(0, 3))
-    turns = [Turn(draw(text), draw(st.booleans()), draw(text), draw(st.one_of(st.just(""), text)), draw(calls(t))) for t in range(n)]
+    turns = [
+        Turn(draw(text), draw(st.booleans()), draw(text), draw(st.one_of(st.just(""), text)), draw(calls(t)))
+        for t in range(n)
+    ]
     return draw(text), turns, draw(text), draw(st.booleans())
 
 
@@ -72,11 +87,17 @@ def chat(system: str, turns: list[Turn], last: str, tools: bool, model: str) -> 
     for t in turns:
         content: Any = t.user
         if t.image:
-            content = [{"type": "text", "text": t.user}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}]
+            content = [
+                {"type": "text", "text": t.user},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+            ]
         msgs.append({"role": "user", "content": content})
         a: dict[str, Any] = {"role": "assistant", "content": t.answer, "reasoning_content": t.reasoning}
         if t.calls:
-            a["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}} for c in t.calls]
+            a["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                for c in t.calls
+            ]
         msgs.append(a)
         msgs += [{"role": "tool", "tool_call_id": c.id, "content": c.result} for c in t.calls]
     msgs.append({"role": "user", "content": last})
@@ -91,12 +112,26 @@ def responses(system: str, turns: list[Turn], last: str, tools: bool, model: str
     for t in turns:
         content: Any = t.user
         if t.image:
-            content = [{"type": "input_text", "text": t.user}, {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]
+            content = [
+                {"type": "input_text", "text": t.user},
+                {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+            ]
         items.append({"type": "message", "role": "user", "content": content})
-        items.append({"type": "reasoning", "id": "rs", "summary": [], "content": [{"type": "reasoning_text", "text": t.reasoning}]})
+        items.append(
+            {
+                "type": "reasoning",
+                "id": "rs",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": t.reasoning}],
+            }
+        )
         if t.answer:
-            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t.answer}]})
-        items += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.args)} for c in t.calls]
+            items.append(
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t.answer}]}
+            )
+        items += [
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.args)} for c in t.calls
+        ]
         items += [{"type": "function_call_output", "call_id": c.id, "output": c.result} for c in t.calls]
     items.append({"type": "message", "role": "user", "content": last})
     body: dict[str, Any] = {"model": model, "instructions": system, "input": items, "reasoning": {"effort": "high"}}
@@ -122,7 +157,9 @@ def messages(system: str, turns: list[Turn], last: str, tools: bool, model: str)
     msgs.append({"role": "user", "content": pending + [{"type": "text", "text": last}]})
     body: dict[str, Any] = {"model": model, "system": system, "messages": msgs, "output_config": {"effort": "high"}}
     if tools:
-        body["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in TOOLS]
+        body["tools"] = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in TOOLS
+        ]
     return body
 
 
@@ -132,11 +169,22 @@ def converted(cls: Any, body: dict[str, Any]) -> Any:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(conversations())
-def test_three_dialects_give_the_same_prompt_and_ids(tokenizer: dr.Tokenizer, conv: tuple[str, list[Turn], str, bool]) -> None:
+def test_three_dialects_give_the_same_prompt_and_ids(
+    tokenizer: dr.Tokenizer, conv: tuple[str, list[Turn], str, bool]
+) -> None:
     system, turns, last, tools = conv
-    for model, encoding in (("DeepSeek-V4-Pro", dr.DeepseekV4Encoding()), ("DeepSeek-V4.1-Flash", dr.DeepseekV41Encoding())):
-        results = [converted(cls, build(system, turns, last, tools, model)) for cls, build in (
-            (dr.ChatCompletionRequest, chat), (dr.ResponsesRequest, responses), (dr.MessagesRequest, messages))]
+    for model, encoding in (
+        ("DeepSeek-V4-Pro", dr.DeepseekV4Encoding()),
+        ("DeepSeek-V4.1-Flash", dr.DeepseekV41Encoding()),
+    ):
+        results = [
+            converted(cls, build(system, turns, last, tools, model))
+            for cls, build in (
+                (dr.ChatCompletionRequest, chat),
+                (dr.ResponsesRequest, responses),
+                (dr.MessagesRequest, messages),
+            )
+        ]
         prompts = [encoding.render_conversation(r.conversation) for r in results]
         assert prompts[0].prompt == prompts[1].prompt == prompts[2].prompt
         assert prompts[0].special_ranges == prompts[1].special_ranges == prompts[2].special_ranges

@@ -64,7 +64,11 @@ def test_completions_backend_sends_exact_ids_and_settings(
     backend = CompletionsBackend(engine_http.url, token_ids=True)
     # Thinking off: with thinking on, the library fixes temperature and top_p at 1.0.
     settings: dict[str, Any] = {
-        "temperature": 0.25, "top_p": 0.5, "seed": 7, "max_tokens": 77, "thinking": {"type": "disabled"}
+        "temperature": 0.25,
+        "top_p": 0.5,
+        "seed": 7,
+        "max_tokens": 77,
+        "thinking": {"type": "disabled"},
     }
     with serving(gateway_for(frontend, backend)) as server:
         response = chat(server.url, **settings)
@@ -81,7 +85,9 @@ def test_completions_backend_sends_exact_ids_and_settings(
     assert message["content"] == "The answer is 42 🦀."
 
 
-def test_long_prompts_reach_the_engine_whole(frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread]) -> None:
+def test_long_prompts_reach_the_engine_whole(
+    frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread]
+) -> None:
     """A prompt past 16k ids has its engine body written off the event loop; same ids."""
     engine, engine_http = engine_server
     body = {"model": MODEL, "messages": [{"role": "user", "content": "many words " * 12_000}]}

@@ -214,7 +214,9 @@ def test_unreachable_engine(frontend: Frontend) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     gateway = Gateway(
-        settings=GatewaySettings(log_requests=False), frontend=frontend, backend=CompletionsBackend(f"http://127.0.0.1:{port}")
+        settings=GatewaySettings(log_requests=False),
+        frontend=frontend,
+        backend=CompletionsBackend(f"http://127.0.0.1:{port}"),
     )
     with serving(gateway) as server:
         for protocol in PATHS:

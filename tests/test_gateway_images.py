@@ -35,8 +35,15 @@ def v41_tokenizer(tokenizer_json: dict[str, Any]) -> dr.Tokenizer:
     data = json.loads(json.dumps(tokenizer_json))
     taken = max(t["id"] for t in data["added_tokens"])
     data["added_tokens"].append(
-        {"id": taken + 1, "content": "<｜System｜>", "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": False, "special": True}
+        {
+            "id": taken + 1,
+            "content": "<｜System｜>",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
     )
     return dr.Tokenizer.from_str(json.dumps(data))
 
@@ -59,7 +66,9 @@ LOOPBACK_RESOLVER = dr.ImageResolver(
 @pytest.fixture(scope="module")
 def demo_gateway(v41_tokenizer: dr.Tokenizer) -> Iterator[ServerThread]:
     frontend = Frontend(v41_tokenizer, image_resolver=LOOPBACK_RESOLVER)
-    gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=DemoEngine(v41_tokenizer))
+    gateway = Gateway(
+        settings=GatewaySettings(log_requests=False), frontend=frontend, backend=DemoEngine(v41_tokenizer)
+    )
     with serving(gateway) as server:
         yield server
 
@@ -73,7 +82,9 @@ def image_part(url: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def test_an_image_reaches_the_engine_and_its_tokens_the_usage(demo_gateway: ServerThread, v41_tokenizer: dr.Tokenizer) -> None:
+def test_an_image_reaches_the_engine_and_its_tokens_the_usage(
+    demo_gateway: ServerThread, v41_tokenizer: dr.Tokenizer
+) -> None:
     frontend = Frontend(v41_tokenizer, image_resolver=LOOPBACK_RESOLVER)
     body = chat_body(image_part(data_url(png())))
     prepared = frontend.prepare("chat", json.dumps(body))
@@ -119,11 +130,38 @@ def test_a_url_image_is_fetched_and_the_default_rule_refuses_loopback(
     "protocol, path, body",
     [
         ("chat", "/v1/chat/completions", chat_body(image_part("data:image/png;base64,aGVsbG8="))),
-        ("responses", "/v1/responses",
-         {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="}]}]}),
-        ("messages", "/v1/messages",
-         {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": [
-             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}}]}]}),
+        (
+            "responses",
+            "/v1/responses",
+            {
+                "model": MODEL,
+                "input": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="}],
+                    }
+                ],
+            },
+        ),
+        (
+            "messages",
+            "/v1/messages",
+            {
+                "model": MODEL,
+                "max_tokens": 64,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "image",
+                                "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="},
+                            }
+                        ],
+                    }
+                ],
+            },
+        ),
     ],
 )
 def test_image_errors_answer_in_each_protocols_shape(
@@ -146,7 +184,9 @@ def test_sglang_receives_the_images_as_webp_data_urls(v41_tokenizer: dr.Tokenize
     frontend = Frontend(v41_tokenizer)
     body = chat_body(image_part(data_url(png())), image_part(data_url(png(10, 10))))
     with serving(engine) as engine_http:
-        gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=SGLangBackend(engine_http.url))
+        gateway = Gateway(
+            settings=GatewaySettings(log_requests=False), frontend=frontend, backend=SGLangBackend(engine_http.url)
+        )
         with serving(gateway) as server:
             reply = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60)
     assert reply.status_code == 200
@@ -163,7 +203,11 @@ def test_an_engine_without_images_refuses_them(v41_tokenizer: dr.Tokenizer) -> N
     from deepseek_recipe.backends.completions import CompletionsBackend
 
     frontend = Frontend(v41_tokenizer)
-    gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=CompletionsBackend("http://127.0.0.1:9"))
+    gateway = Gateway(
+        settings=GatewaySettings(log_requests=False),
+        frontend=frontend,
+        backend=CompletionsBackend("http://127.0.0.1:9"),
+    )
     with serving(gateway) as server:
         reply = httpx.post(server.url + "/v1/chat/completions", json=chat_body(image_part(data_url(png()))), timeout=60)
     assert reply.status_code == 400 and "does not take images" in reply.json()["error"]["message"]

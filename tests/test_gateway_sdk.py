@@ -83,7 +83,9 @@ BODIES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 TOOLS: dict[str, list[dict[str, Any]]] = {
-    "chat": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER}}],
+    "chat": [
+        {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER}}
+    ],
     "responses": [{"type": "function", "name": "get_weather", "description": "Weather", "parameters": WEATHER}],
     "messages": [{"name": "get_weather", "description": "Weather", "input_schema": WEATHER}],
 }
@@ -210,7 +212,9 @@ def test_messages_tool_loop_keeps_reasoning(
     assert thinking.type == "thinking" and use.type == "tool_use"
     assert use.name == "get_weather" and use.input == {"city": "Weather in Paris?", "days": 3}
     messages.append({"role": "assistant", "content": [block.model_dump() for block in first.content]})
-    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny, 21 C"}]})
+    messages.append(
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny, 21 C"}]}
+    )
     second = claude.messages.create(model=MODEL, max_tokens=512, messages=messages, tools=tools)
     assert second.stop_reason == "end_turn"
     text = second.content[-1]

@@ -109,7 +109,9 @@ WRONG_TYPES = (
 )
 
 
-@pytest.mark.parametrize(("cls", "body"), WRONG_TYPES, ids=lambda v: json.dumps(v)[:40] if not callable(v) else v.__name__)
+@pytest.mark.parametrize(
+    ("cls", "body"), WRONG_TYPES, ids=lambda v: json.dumps(v)[:40] if not callable(v) else v.__name__
+)
 def test_wrong_types_are_clear_value_errors(cls: Callable[[Any], Any], body: Any) -> None:
     with pytest.raises(ValueError, match="invalid request body"):
         cls(json.dumps(body))

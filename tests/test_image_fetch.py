@@ -83,8 +83,13 @@ class Server:
         self.httpd.server_close()
 
 
-def send(h: http.server.BaseHTTPRequestHandler, status: int, body: bytes, ctype: str = "image/png",
-         headers: dict[str, str] | None = None) -> None:
+def send(
+    h: http.server.BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    ctype: str = "image/png",
+    headers: dict[str, str] | None = None,
+) -> None:
     h.send_response(status)
     h.send_header("Content-Type", ctype)
     h.send_header("Content-Length", str(len(body)))
@@ -132,7 +137,11 @@ def failure(call: Callable[[], Any]) -> dr.ImageError:
 
 def test_the_default_fetcher_refuses_loopback_without_connecting(server: Server) -> None:
     server.routes["/a.png"] = lambda h: send(h, 200, PNG)
-    for url in [server.url("/a.png"), server.url("/a.png", "localhost"), f"http://[::ffff:127.0.0.1]:{server.port}/a.png"]:
+    for url in [
+        server.url("/a.png"),
+        server.url("/a.png", "localhost"),
+        f"http://[::ffff:127.0.0.1]:{server.port}/a.png",
+    ]:
         error = failure(lambda: dr.ReqwestImageFetcher().fetch(url))
         assert (error.kind, error.is_retryable) == ("DestinationRejected", False)
         assert str(error) == f"image[0]: Failed to download image from {url}"
@@ -151,8 +160,13 @@ def test_allowing_a_network_is_explicit_and_checked() -> None:
 
 def test_a_redirect_to_a_forbidden_address_is_refused_before_connecting(server: Server, elsewhere: Server) -> None:
     elsewhere.routes["/secret"] = lambda h: send(h, 200, PNG)
-    targets = [elsewhere.url("/secret"), "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/x",
-               "http://[::1]:9/x", "http://[fd00:ec2::254]/x"]
+    targets = [
+        elsewhere.url("/secret"),
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/x",
+        "http://[::1]:9/x",
+        "http://[fd00:ec2::254]/x",
+    ]
     for i, target in enumerate(targets):
         server.routes[f"/r{i}"] = redirect(target)
         error = failure(lambda: LOOPBACK.fetch(server.url(f"/r{i}")))
@@ -173,6 +187,7 @@ def test_dns_is_resolved_once_and_the_connection_uses_the_checked_address(server
         def resolve(host: str, port: int) -> list[str]:
             calls.append((host, port))
             return [answers[min(len(calls) - 1, len(answers) - 1)]]
+
         return resolve
 
     # Allowed first answer, forbidden second: the download uses the first (checked) one.
@@ -181,8 +196,10 @@ def test_dns_is_resolved_once_and_the_connection_uses_the_checked_address(server
     assert calls == [("images.test", server.port)]
     # Forbidden first answer, allowed later: refused, and nothing reaches either server.
     calls.clear()
-    elsewhere_port = dr.ReqwestImageFetcher().with_allowed_networks(["127.0.0.1"]).with_resolver(
-        rebinding(["127.0.0.3", "127.0.0.1"])
+    elsewhere_port = (
+        dr.ReqwestImageFetcher()
+        .with_allowed_networks(["127.0.0.1"])
+        .with_resolver(rebinding(["127.0.0.3", "127.0.0.1"]))
     )
     error = failure(lambda: elsewhere_port.fetch(f"http://images.test:{elsewhere.port}/a.png"))
     assert error.kind == "DestinationRejected"
@@ -231,9 +248,7 @@ def test_only_http_and_https_are_fetched(server: Server) -> None:
 
 def test_redirect_hops_are_limited(server: Server) -> None:
     for n in range(12):
-        server.routes[f"/chain{n}"] = (
-            (lambda h: send(h, 200, PNG)) if n == 0 else redirect(f"/chain{n - 1}")
-        )
+        server.routes[f"/chain{n}"] = (lambda h: send(h, 200, PNG)) if n == 0 else redirect(f"/chain{n - 1}")
     # Five redirects are followed, the sixth is refused (the wheel's limit).
     assert LOOPBACK.fetch(server.url("/chain5")) == PNG
     assert failure(lambda: LOOPBACK.fetch(server.url("/chain6"))).kind == "Fetch"

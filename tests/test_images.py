@@ -19,11 +19,11 @@ import deepseek_recipe as dr
 from tests.reference import load_table
 
 
-
 @functools.cache
 def table() -> dict[str, Any]:
     loaded: dict[str, Any] = load_table("image_geometry")
     return loaded
+
 
 UNSUPPORTED = (
     "You have uploaded an unsupported image. Please make sure your image is valid and has one of the "
@@ -173,7 +173,9 @@ def bomb_png(width: int, height: int) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 def test_decompression_bombs_are_refused_from_the_header() -> None:
@@ -182,8 +184,12 @@ def test_decompression_bombs_are_refused_from_the_header() -> None:
     jpeg[sof + 5 : sof + 9] = struct.pack(">HH", 60000, 60000)
     gif = bytearray(encode(Image.new("P", (8, 8)), "GIF"))
     gif[6:10] = struct.pack("<HH", 60000, 60000)
-    for name, data in [("png", bomb_png(100_000, 100_000)), ("png wide", bomb_png(2**31 - 1, 1)),
-                       ("jpeg", bytes(jpeg)), ("gif", bytes(gif))]:
+    for name, data in [
+        ("png", bomb_png(100_000, 100_000)),
+        ("png wide", bomb_png(2**31 - 1, 1)),
+        ("jpeg", bytes(jpeg)),
+        ("gif", bytes(gif)),
+    ]:
         error = failure(lambda: preprocess(data))
         assert (error.kind, str(error)) == ("ImageDimensionsTooLarge", f"image[0]: {UNSUPPORTED}"), name
     # Within the limit but with no pixel data: the decode fails, nothing is allocated for it.
@@ -237,11 +243,16 @@ def test_sources_of_every_kind_share_preprocessing_and_quota() -> None:
 def test_a_failed_call_adds_nothing_and_the_quota_spans_calls() -> None:
     quota = dr.ImageQuota()
     assert resolve([dr.BytesImageSource(PNG)] * 300, quota)[1:] == (300, 300 * len(PNG))
-    assert resolve([dr.BytesImageSource(PNG), dr.BytesImageSource(b"junk", path="m")], quota)[0] == "UnsupportedMediaType"
+    assert (
+        resolve([dr.BytesImageSource(PNG), dr.BytesImageSource(b"junk", path="m")], quota)[0] == "UnsupportedMediaType"
+    )
     assert (quota.image_count(), quota.byte_size()) == (300, 300 * len(PNG))
     assert resolve([dr.BytesImageSource(PNG)] * 300, quota)[1:] == (600, 600 * len(PNG))
     assert resolve([dr.BytesImageSource(PNG)], quota) == (
-        "TooManyImages", "Too many images: max 600 images per request, got 601", 600, 600 * len(PNG)
+        "TooManyImages",
+        "Too many images: max 600 images per request, got 601",
+        600,
+        600 * len(PNG),
     )
 
 
@@ -255,7 +266,8 @@ def test_size_limits_and_messages() -> None:
     assert resolve([x(32 * MIB + 1)])[:2] == ("ImageTooLarge", "image[0]: image file size exceeds limit 32 MB")
     assert resolve([x(32 * MIB)])[0] == "UnsupportedMediaType"
     assert resolve([x(32 * MIB), x(32 * MIB), x(MIB - 1)])[:2] == (
-        "TotalSizeTooLarge", "Total image size exceeds the limit: max 64 MB per request, got 64 MB"
+        "TotalSizeTooLarge",
+        "Total image size exceeds the limit: max 64 MB per request, got 64 MB",
     )
 
 
@@ -264,21 +276,42 @@ def test_size_limits_and_messages() -> None:
     [
         # The wheel's order: per source, the download or data URL, size and emptiness; then
         # per source, the preprocessing. URL checks happen in the first pass, in order.
-        ([dr.BytesImageSource(b"junk"), dr.UrlImageSource("http://x/" + "a" * 9000)],
-         ("UrlTooLong", "external link length 9009 too long, max link length 8192")),
+        (
+            [dr.BytesImageSource(b"junk"), dr.UrlImageSource("http://x/" + "a" * 9000)],
+            ("UrlTooLong", "external link length 9009 too long, max link length 8192"),
+        ),
         ([dr.BytesImageSource(b"junk"), dr.UrlImageSource("ftp://a/")], ("InvalidUrl", 'invalid url: "ftp://a/"')),
         ([dr.UrlImageSource("ftp://" + "a" * 9000)], ("InvalidUrl", None)),
         ([dr.BytesImageSource(b"junk"), dr.BytesImageSource(b"")], ("EmptyImage", "image[1]")),
         ([dr.BytesImageSource(b""), dr.BytesImageSource(b"junk")], ("EmptyImage", "image[0]")),
-        ([dr.BytesImageSource(b"junk"), dr.DataUrlImageSource("data:image/png;base64,@@")], ("InvalidDataUrl", "image[1]")),
-        ([dr.BytesImageSource(b"junk"), dr.DataUrlImageSource(data_url(PNG, "text/plain"))],
-         ("UnsupportedMediaType", "image[1]")),
-        ([dr.BytesImageSource(bomb_png(9000, 2)), dr.BytesImageSource(b"junk")], ("ImageDimensionsTooLarge", "image[0]")),
-        ([dr.BytesImageSource(b"junk", path="a"), dr.BytesImageSource(PNG, path="b")], ("UnsupportedMediaType", "a.image[0]")),
-        ([dr.BytesImageSource(PNG, path="a"), dr.BytesImageSource(PNG, path="b"), dr.BytesImageSource(b"x", path="b")],
-         ("UnsupportedMediaType", "b.image[1]")),
-        ([dr.UrlImageSource("http://127.0.0.1:1/a.png", path="m")],
-         ("DestinationRejected", "m.image[0]: Failed to download image from http://127.0.0.1:1/a.png")),
+        (
+            [dr.BytesImageSource(b"junk"), dr.DataUrlImageSource("data:image/png;base64,@@")],
+            ("InvalidDataUrl", "image[1]"),
+        ),
+        (
+            [dr.BytesImageSource(b"junk"), dr.DataUrlImageSource(data_url(PNG, "text/plain"))],
+            ("UnsupportedMediaType", "image[1]"),
+        ),
+        (
+            [dr.BytesImageSource(bomb_png(9000, 2)), dr.BytesImageSource(b"junk")],
+            ("ImageDimensionsTooLarge", "image[0]"),
+        ),
+        (
+            [dr.BytesImageSource(b"junk", path="a"), dr.BytesImageSource(PNG, path="b")],
+            ("UnsupportedMediaType", "a.image[0]"),
+        ),
+        (
+            [
+                dr.BytesImageSource(PNG, path="a"),
+                dr.BytesImageSource(PNG, path="b"),
+                dr.BytesImageSource(b"x", path="b"),
+            ],
+            ("UnsupportedMediaType", "b.image[1]"),
+        ),
+        (
+            [dr.UrlImageSource("http://127.0.0.1:1/a.png", path="m")],
+            ("DestinationRejected", "m.image[0]: Failed to download image from http://127.0.0.1:1/a.png"),
+        ),
     ],
 )
 def test_the_first_failure_in_the_wheels_order(sources: list[dr.ImageSource], want: tuple[str, str | None]) -> None:
@@ -290,9 +323,18 @@ def test_the_first_failure_in_the_wheels_order(sources: list[dr.ImageSource], wa
 
 def test_data_urls_are_read_like_conversion_reads_them() -> None:
     quoted = "".join(f"%{b:02X}" for b in PNG)
-    for url in [data_url(PNG), "data:image/png," + quoted, " " + data_url(PNG), data_url(PNG, "IMAGE/PNG"),
-                data_url(PNG, "image/jpg")]:
+    for url in [
+        data_url(PNG),
+        "data:image/png," + quoted,
+        " " + data_url(PNG),
+        data_url(PNG, "IMAGE/PNG"),
+        data_url(PNG, "image/jpg"),
+    ]:
         assert resolve([dr.DataUrlImageSource(url)])[0] == [(546, 546)], url
-    for url, kind in [(data_url(PNG) + "=", "InvalidDataUrl"), ("http://x/a.png", "InvalidDataUrl"),
-                      (data_url(PNG, "image/svg+xml"), "UnsupportedMediaType"), ("data:image/png;base64,", "EmptyImage")]:
+    for url, kind in [
+        (data_url(PNG) + "=", "InvalidDataUrl"),
+        ("http://x/a.png", "InvalidDataUrl"),
+        (data_url(PNG, "image/svg+xml"), "UnsupportedMediaType"),
+        ("data:image/png;base64,", "EmptyImage"),
+    ]:
         assert resolve([dr.DataUrlImageSource(url)])[0] == kind, url

@@ -21,11 +21,23 @@ from hypothesis import strategies as st
 
 import deepseek_recipe as dr
 
-SPECIAL_SPELLINGS = [t.default_str() for t in [
-    dr.SpecialToken.Bos, dr.SpecialToken.Eos, dr.SpecialToken.ThinkingStart, dr.SpecialToken.ThinkingEnd,
-    dr.SpecialToken.System, dr.SpecialToken.User, dr.SpecialToken.Assistant, dr.SpecialToken.LatestReminder,
-    dr.SpecialToken.Dsml, dr.SpecialToken.Image, dr.SpecialToken.Ref, dr.SpecialToken.BoxEnd,
-]] + ["<｜DSML｜tool_calls>", "</｜DSML｜invoke>", "<tool_result>", "｜", "▁", "<|", "|>"]
+SPECIAL_SPELLINGS = [
+    t.default_str()
+    for t in [
+        dr.SpecialToken.Bos,
+        dr.SpecialToken.Eos,
+        dr.SpecialToken.ThinkingStart,
+        dr.SpecialToken.ThinkingEnd,
+        dr.SpecialToken.System,
+        dr.SpecialToken.User,
+        dr.SpecialToken.Assistant,
+        dr.SpecialToken.LatestReminder,
+        dr.SpecialToken.Dsml,
+        dr.SpecialToken.Image,
+        dr.SpecialToken.Ref,
+        dr.SpecialToken.BoxEnd,
+    ]
+] + ["<｜DSML｜tool_calls>", "</｜DSML｜invoke>", "<tool_result>", "｜", "▁", "<|", "|>"]
 
 fragments = st.one_of(
     st.sampled_from(SPECIAL_SPELLINGS),
@@ -61,11 +73,24 @@ def chat_request(system: str, user: str, reasoning: str, answer: str, tool_resul
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(system=field_text, user=field_text, reasoning=field_text, answer=field_text, tool_result=field_text,
-       args=st.one_of(field_text, st.dictionaries(field_text, field_text, max_size=3).map(json.dumps)))
+@given(
+    system=field_text,
+    user=field_text,
+    reasoning=field_text,
+    answer=field_text,
+    tool_result=field_text,
+    args=st.one_of(field_text, st.dictionaries(field_text, field_text, max_size=3).map(json.dumps)),
+)
 def test_special_ids_only_at_template_positions(
-    tokenizer: dr.Tokenizer, added_vocab: dict[str, int], plain_bpe: tokenizers.Tokenizer,
-    system: str, user: str, reasoning: str, answer: str, tool_result: str, args: str,
+    tokenizer: dr.Tokenizer,
+    added_vocab: dict[str, int],
+    plain_bpe: tokenizers.Tokenizer,
+    system: str,
+    user: str,
+    reasoning: str,
+    answer: str,
+    tool_result: str,
+    args: str,
 ) -> None:
     converted = dr.ChatCompletionRequest(chat_request(system, user, reasoning, answer, tool_result, args)).convert(
         dr.ConversionOptions()

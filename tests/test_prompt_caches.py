@@ -62,14 +62,17 @@ def cold_ids(rendered: dr.RenderedPrompt, added_vocab: dict[str, int], plain: An
     return ids
 
 
-OPS = st.lists(st.tuples(st.integers(0, TOPICS - 1), st.sampled_from(["grow", "shrink", "edit", "again"])),
-               min_size=1, max_size=14)
+OPS = st.lists(
+    st.tuples(st.integers(0, TOPICS - 1), st.sampled_from(["grow", "shrink", "edit", "again"])), min_size=1, max_size=14
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_any_interleaving_encodes_like_a_cold_encode(
-    tokenizer: dr.Tokenizer, added_vocab: dict[str, int], plain_bpe: tokenizers.Tokenizer,
+    tokenizer: dr.Tokenizer,
+    added_vocab: dict[str, int],
+    plain_bpe: tokenizers.Tokenizer,
     ops: list[tuple[int, str]],
 ) -> None:
     @functools.cache
@@ -88,9 +91,11 @@ def test_any_interleaving_encodes_like_a_cold_encode(
         elif op == "edit":
             turn = step % turns[topic]
             versions[topic][turn] = versions[topic].get(turn, 0) + 1
-        conversation = dr.ChatCompletionRequest(chat_request(topic, turns[topic], versions[topic])).convert(
-            dr.ConversionOptions()
-        ).conversation
+        conversation = (
+            dr.ChatCompletionRequest(chat_request(topic, turns[topic], versions[topic]))
+            .convert(dr.ConversionOptions())
+            .conversation
+        )
         want = cold_ids(encoding.render_conversation(conversation), added_vocab, plain)
         assert len(encoding.render_conversation(conversation).prompt.encode()) > 4096
         ids = cached.encode(conversation)
@@ -107,9 +112,7 @@ def test_encoding_keeps_no_list_the_cycle_collector_walks(tokenizer: dr.Tokenize
     cached = dr.DeepseekV4Encoding().with_tokenizer(tokenizer)
     sizes = set()
     for turns in (40, 41):  # a prompt, then the same conversation one turn longer
-        conversation = dr.ChatCompletionRequest(chat_request(7, turns, {})).convert(
-            dr.ConversionOptions()
-        ).conversation
+        conversation = dr.ChatCompletionRequest(chat_request(7, turns, {})).convert(dr.ConversionOptions()).conversation
         ids = cached.encode(conversation)
         assert len(ids) > 8192  # long enough to be kept and reused
         sizes.add(len(ids))
@@ -145,7 +148,10 @@ def test_large_prompts_on_two_threads_equal_a_one_thread_encode() -> None:
         env = dict(os.environ, RAYON_NUM_THREADS=threads)
         done = subprocess.run(
             [sys.executable, "-c", LARGE_PROMPT_SCRIPT],
-            input=json.dumps(requests), env=env, capture_output=True, text=True,
+            input=json.dumps(requests),
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0, done.stderr
         runs[threads] = done.stdout.split("\n")

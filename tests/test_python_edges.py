@@ -57,8 +57,20 @@ def namespace() -> dict[str, Any]:
         encoding = dr.DeepseekV4Encoding().with_tokenizer(tok).with_special_tokens(dr.SpecialTokens(user=spelling))
         return encoding.encode(req(None).conversation)
 
-    return {"dr": dr, "json": json, "tok": tok, "req": req, "encode_with": encode_with,
-            "S": S, "FS": FS, "D": D, "T": T, "St": St, "I": I, "F": F}
+    return {
+        "dr": dr,
+        "json": json,
+        "tok": tok,
+        "req": req,
+        "encode_with": encode_with,
+        "S": S,
+        "FS": FS,
+        "D": D,
+        "T": T,
+        "St": St,
+        "I": I,
+        "F": F,
+    }
 
 
 def outcome(expression: str, names: dict[str, Any]) -> list[Any]:

@@ -51,7 +51,9 @@ def test_no_file_points_outside_the_repository() -> None:
     offenders = []
     for path in sorted(root.rglob("*")):
         parts = path.relative_to(root).parts
-        if any(p in SKIPPED_DIRS or p.startswith((".venv", "target", ".data", ".pytest", ".mypy", ".ruff")) for p in parts):
+        if any(
+            p in SKIPPED_DIRS or p.startswith((".venv", "target", ".data", ".pytest", ".mypy", ".ruff")) for p in parts
+        ):
             continue
         if path.is_file() and OUTSIDE.search(path.read_bytes()):
             offenders.append(str(path.relative_to(root)))

@@ -165,9 +165,7 @@ def prefix_gateway(frontend: Frontend, urls: list[str], **settings: Any) -> Gate
     return Gateway(settings=GatewaySettings(**values), frontend=frontend)
 
 
-def test_a_growing_conversation_keeps_landing_on_the_same_replica(
-    frontend: Frontend, tokenizer: dr.Tokenizer
-) -> None:
+def test_a_growing_conversation_keeps_landing_on_the_same_replica(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
     with engines(tokenizer, 3) as (fakes, servers):
         urls = [server.url for server in servers]
         gateway = prefix_gateway(frontend, urls)

@@ -42,7 +42,7 @@ def convert(schema: dict[str, Any]) -> str | None:
 
 
 def not_a_regex(value: str) -> str:
-    return f"Invalid json schema: {json.dumps(value, ensure_ascii=False, separators=(',', ':'))} is not a \"regex\""
+    return f'Invalid json schema: {json.dumps(value, ensure_ascii=False, separators=(",", ":"))} is not a "regex"'
 
 
 def compiles(pattern: str) -> bool:
@@ -179,7 +179,10 @@ def test_names_below_the_limit_cost_at_most_a_few_times_plain_groups() -> None:
 @pytest.mark.parametrize(
     "schema_for",
     [
-        lambda n: {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^a{i}\\d+$"} for i in range(n)}},
+        lambda n: {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "string", "pattern": f"^a{i}\\d+$"} for i in range(n)},
+        },
         lambda n: {"type": "object", "patternProperties": {f"^p{i}\\w*$": {"type": "string"} for i in range(n)}},
         lambda n: {
             "$schema": DRAFT7,

@@ -98,9 +98,7 @@ def test_the_table_covers_what_it_claims() -> None:
     assert {c["body"]["model"] for c in CASES} == {"DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"}
 
 
-@pytest.mark.parametrize(
-    "index", [pytest.param(i, id=case.get("name", str(i))) for i, case in enumerate(CASES)]
-)
+@pytest.mark.parametrize("index", [pytest.param(i, id=case.get("name", str(i))) for i, case in enumerate(CASES)])
 def test_stream_matches_the_reference(index: int, tokenizer: dr.Tokenizer) -> None:
     case = CASES[index]
     got = replay(case, tokenizer)

@@ -10,7 +10,11 @@ import deepseek_recipe as dr
 
 
 def test_pushes_from_several_threads_are_serialized(tokenizer: dr.Tokenizer) -> None:
-    body = {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}], "thinking": {"type": "disabled"}}
+    body = {
+        "model": "DeepSeek-V4.1-Flash",
+        "messages": [{"role": "user", "content": "hi"}],
+        "thinking": {"type": "disabled"},
+    }
     converted = dr.ChatCompletionRequest(body).convert(dr.ConversionOptions())
     processor = dr.StreamProcessor(
         dr.ChatCompletionRequest.chunk_generator(converted, "r", "m"), converted.parsing_options, tokenizer

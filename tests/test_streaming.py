@@ -14,12 +14,23 @@ from hypothesis import strategies as st
 
 import deepseek_recipe as dr
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
-    "city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+        },
+    }
+]
 CHAT = {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS}
 RESPONSES = {"model": "DeepSeek-V4.1-Flash", "input": "hi", "tools": [{"type": "function", **TOOLS[0]["function"]}]}  # type: ignore[dict-item]
-MESSAGES = {"model": "DeepSeek-V4.1-Flash", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}],
-            "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}]}  # type: ignore[index]
+MESSAGES = {
+    "model": "DeepSeek-V4.1-Flash",
+    "max_tokens": 100,
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}],
+}  # type: ignore[index]
 PROTOCOLS: list[tuple[Any, Any, dict[str, Any]]] = [
     (dr.ChatCompletionRequest, dr.ChatCompletionResponse, CHAT),
     (dr.ResponsesRequest, dr.ResponsesResponse, RESPONSES),
@@ -27,16 +38,20 @@ PROTOCOLS: list[tuple[Any, Any, dict[str, Any]]] = [
 ]
 
 D = "｜DSML｜"
-CALL = (f'\n\n<{D} calls>\n<{D} invoke name="get_weather">\n'
-        f'<{D} parameter name="city" string="true">Pa"ri\\s <b> </DSML> </parameter x 中文 😀</{D} parameter>\n'
-        f'<{D} parameter name="days" string="false">3</{D} parameter>\n</{D} invoke>\n</{D} calls>')
+CALL = (
+    f'\n\n<{D} calls>\n<{D} invoke name="get_weather">\n'
+    f'<{D} parameter name="city" string="true">Pa"ri\\s <b> </DSML> </parameter x 中文 😀</{D} parameter>\n'
+    f'<{D} parameter name="days" string="false">3</{D} parameter>\n</{D} invoke>\n</{D} calls>'
+)
 OUTPUTS = [
     "Let me think 🤔 about <this>.\n\n</think>\n\nThe answer is 42 — 答案.",
     "short</think>" + CALL,
     "a</think>pre" + CALL + "trailing text is dropped",
     "reasoning only, never closed </thin",
-    "x</think>" + f'<{D} calls>\n<{D} invoke name="get_weather">\n<{D} parameter name="city" string="true">unterminated',
-    "x</think>" + f'<{D} calls>\n<{D} invoke name="get_weather">\n<{D} parameter name="days" string="false">not json</{D} parameter>',
+    "x</think>"
+    + f'<{D} calls>\n<{D} invoke name="get_weather">\n<{D} parameter name="city" string="true">unterminated',
+    "x</think>"
+    + f'<{D} calls>\n<{D} invoke name="get_weather">\n<{D} parameter name="days" string="false">not json</{D} parameter>',
     "x</think>ok<｜end▁of▁sentence｜>after EOS <｜User｜><｜Assistant｜> garbage",
 ]
 IDS = re.compile(r"call_(\d+)_(ET_)?[A-Za-z0-9]{24}")
@@ -47,7 +62,9 @@ def run(protocol: tuple[Any, Any, dict[str, Any]], pieces: list[str], finish: An
     request_cls, response_cls, body = protocol
     converted = request_cls(body).convert(dr.ConversionOptions())
     processor = dr.StreamProcessor(request_cls.chunk_generator(converted, "resp-1", "m"), converted.parsing_options)
-    events = list(processor.push(dr.InferenceChunk.ready(prompt_usage=dr.PromptUsage(prompt_tokens=5, prompt_cache_hit_tokens=1))))
+    events = list(
+        processor.push(dr.InferenceChunk.ready(prompt_usage=dr.PromptUsage(prompt_tokens=5, prompt_cache_hit_tokens=1)))
+    )
     for piece in pieces:
         if processor.finished:
             break
@@ -115,7 +132,7 @@ def is_terminal(which: int, last: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("output", OUTPUTS)
 @pytest.mark.parametrize("finish", [None, dr.InferenceFinishReason.Stop, dr.InferenceFinishReason.Length])
 def test_misbehaving_model_still_ends_cleanly(which: int, output: str, finish: Any) -> None:
-    texts, _ = run(PROTOCOLS[which], [output[i:i + 3] for i in range(0, len(output), 3)], finish)
+    texts, _ = run(PROTOCOLS[which], [output[i : i + 3] for i in range(0, len(output), 3)], finish)
     assert is_terminal(which, json.loads(texts[-1]))
 
 

@@ -35,7 +35,7 @@ def hf_ids(hf: tokenizers.Tokenizer, text: str) -> list[int]:
 
 def first_difference(ours: list[int], theirs: list[int]) -> str:
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return f"{len(ours)} vs {len(theirs)} ids, first difference at {at}: {ours[at:at + 5]} vs {theirs[at:at + 5]}"
+    return f"{len(ours)} vs {len(theirs)} ids, first difference at {at}: {ours[at : at + 5]} vs {theirs[at : at + 5]}"
 
 
 def assert_same(tokenizer: dr.Tokenizer, hf: tokenizers.Tokenizer, text: str, what: str) -> None:
@@ -64,7 +64,7 @@ def test_a_sample_of_the_benchmark_corpus(
     assert_same(tokenizer, hf, text, f"seed {seed}, whole")
     lines = text.splitlines(keepends=True)
     for i in range(0, len(lines), 200):
-        assert_same(tokenizer, hf, "".join(lines[i:i + 200]), f"seed {seed}, lines {i}..")
+        assert_same(tokenizer, hf, "".join(lines[i : i + 200]), f"seed {seed}, lines {i}..")
 
 
 ADVERSARIAL = {
@@ -94,11 +94,49 @@ def test_adversarial_shapes(tokenizer: dr.Tokenizer, hf: tokenizers.Tokenizer, n
     assert_same(tokenizer, hf, ADVERSARIAL[name], name)
 
 
-SHAPES = st.sampled_from([
-    " ", "  ", "\t", "\n", "\r\n", "\r", "\u00a0", "\u3000", "\u2028", "0", "7", "١", "７", "²",
-    "a", "Z", "é", "ß", "e\u0301", "\u0301", "\u0308", "中", "ひ", "カ", "한", "א", "ا", "😀",
-    "👍🏽", "\u200d", ".", "!", "'", "-", "_", "<｜User｜>", "</think>", "｜DSML｜", "<｜",
-])
+SHAPES = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\r",
+        "\u00a0",
+        "\u3000",
+        "\u2028",
+        "0",
+        "7",
+        "١",
+        "７",
+        "²",
+        "a",
+        "Z",
+        "é",
+        "ß",
+        "e\u0301",
+        "\u0301",
+        "\u0308",
+        "中",
+        "ひ",
+        "カ",
+        "한",
+        "א",
+        "ا",
+        "😀",
+        "👍🏽",
+        "\u200d",
+        ".",
+        "!",
+        "'",
+        "-",
+        "_",
+        "<｜User｜>",
+        "</think>",
+        "｜DSML｜",
+        "<｜",
+    ]
+)
 RUNS = st.tuples(SHAPES, st.integers(min_value=1, max_value=3_000)).map(lambda run: run[0] * run[1])
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
 TEXTS = st.lists(st.one_of(RUNS, ANY_TEXT, SHAPES), max_size=16).map("".join)

@@ -154,7 +154,9 @@ def test_compare_names_the_first_difference(server: ServerThread, frontend: Fron
     requests = example("tools")["requests"]
     changed = json.loads(json.dumps(requests["messages"]))
     changed["system"] = changed["system"].replace("2025-06-01", "2025-06-02")
-    answer = call(server, "compare", {"bodies": {"chat": json.dumps(requests["chat"]), "messages": json.dumps(changed)}})
+    answer = call(
+        server, "compare", {"bodies": {"chat": json.dumps(requests["chat"]), "messages": json.dumps(changed)}}
+    )
     a = frontend.prepare("chat", json.dumps(requests["chat"])).prompt_ids
     b = frontend.prepare("messages", json.dumps(changed)).prompt_ids
     index = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
@@ -203,9 +205,16 @@ def texts(protocol: str, events: list[dict[str, Any]]) -> str:
 @pytest.mark.parametrize("size", [1, 3, 1000])
 def test_decode_a_tool_call_chunk_by_chunk(server: ServerThread, protocol: str, size: int) -> None:
     entry = example("tools")
-    answer = call(server, "decode", {
-        "protocol": protocol, "body": json.dumps(entry["requests"][protocol]), "output": entry["output"], "chunk_size": size,
-    })
+    answer = call(
+        server,
+        "decode",
+        {
+            "protocol": protocol,
+            "body": json.dumps(entry["requests"][protocol]),
+            "output": entry["output"],
+            "chunk_size": size,
+        },
+    )
     output = entry["output"]["text"]
     assert answer["client_error"] is None and answer["chunk_size"] == size
     assert "".join(step["text"] for step in answer["steps"]) == output
@@ -239,7 +248,9 @@ def test_decode_a_tool_call_chunk_by_chunk(server: ServerThread, protocol: str, 
 def test_decode_token_ids_and_the_sse_the_client_gets(server: ServerThread, tokenizer: dr.Tokenizer) -> None:
     entry = example("plain")
     ids = tokenizer.encode(entry["output"]["text"])
-    answer = call(server, "decode", {"protocol": "chat", "body": json.dumps(entry["requests"]["chat"]), "output": {"ids": ids}})
+    answer = call(
+        server, "decode", {"protocol": "chat", "body": json.dumps(entry["requests"]["chat"]), "output": {"ids": ids}}
+    )
     assert [i for step in answer["steps"] for i in step["ids"]] == ids
     assert answer["output_token_lengths"] == [len(tokenizer.token_bytes(i) or b"") for i in ids]
     sse = answer["start"]["sse"] + "".join(s["sse"] for s in answer["steps"]) + answer["end"]["sse"]
@@ -250,11 +261,22 @@ def test_decode_token_ids_and_the_sse_the_client_gets(server: ServerThread, toke
 
 
 def test_decode_stops_at_a_stop_sequence_and_caps_the_replay(server: ServerThread) -> None:
-    body = {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "Count"}], "stop": ["7"], "thinking": {"type": "disabled"}}
-    answer = call(server, "decode", {"protocol": "chat", "body": json.dumps(body), "output": {"text": "1 2 3 4 5 6 7 8 9"}})
+    body = {
+        "model": "DeepSeek-V4-Pro",
+        "messages": [{"role": "user", "content": "Count"}],
+        "stop": ["7"],
+        "thinking": {"type": "disabled"},
+    }
+    answer = call(
+        server, "decode", {"protocol": "chat", "body": json.dumps(body), "output": {"text": "1 2 3 4 5 6 7 8 9"}}
+    )
     assert answer["stopped_at"] == len("1 2 3 4 5 6 ")
     assert answer["response"]["choices"][0]["message"]["content"] == "1 2 3 4 5 6 "
-    long = call(server, "decode", {"protocol": "chat", "body": json.dumps(body), "output": {"text": "x" * (3 * MAX_REPLAY_STEPS + 1)}})
+    long = call(
+        server,
+        "decode",
+        {"protocol": "chat", "body": json.dumps(body), "output": {"text": "x" * (3 * MAX_REPLAY_STEPS + 1)}},
+    )
     assert long["chunk_size"] == 4 and len(long["steps"]) <= MAX_REPLAY_STEPS
 
 
@@ -271,7 +293,16 @@ def test_decode_of_a_refused_request_is_the_clients_error(server: ServerThread) 
 @pytest.mark.parametrize("size", [128, 16])
 def test_blocks_match_the_library_ids(server: ServerThread, frontend: Frontend, name: str, size: int) -> None:
     entry = cache_example(name)
-    answer = call(server, "blocks", {"protocol": "chat", "a": json.dumps(entry["a"]["chat"]), "b": json.dumps(entry["b"]["chat"]), "block_size": size})
+    answer = call(
+        server,
+        "blocks",
+        {
+            "protocol": "chat",
+            "a": json.dumps(entry["a"]["chat"]),
+            "b": json.dumps(entry["b"]["chat"]),
+            "block_size": size,
+        },
+    )
     a = frontend.prepare("chat", json.dumps(entry["a"]["chat"])).prompt_ids
     b = frontend.prepare("chat", json.dumps(entry["b"]["chat"])).prompt_ids
     common = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -290,7 +321,15 @@ def test_shared_blocks_are_what_the_engine_reuses(frontend: Frontend) -> None:
     for entry in EXAMPLES["cache"]:
         # A fresh gateway (and engine cache) per pair.
         with serving(create_app(GatewaySettings(log_requests=False))) as server:
-            answer = call(server, "blocks", {"protocol": "messages", "a": json.dumps(entry["a"]["messages"]), "b": json.dumps(entry["b"]["messages"])})
+            answer = call(
+                server,
+                "blocks",
+                {
+                    "protocol": "messages",
+                    "a": json.dumps(entry["a"]["messages"]),
+                    "b": json.dumps(entry["b"]["messages"]),
+                },
+            )
             first = httpx.post(server.url + "/v1/messages", json=entry["a"]["messages"], timeout=30)
             second = httpx.post(server.url + "/v1/messages", json=entry["b"]["messages"], timeout=30)
             assert first.status_code == second.status_code == 200
@@ -437,7 +476,10 @@ def test_the_webui_command_runs_the_demo_engine_only() -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "deepseek_recipe", "webui", "--backend", "sglang"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "deepseek_recipe", "webui", "--backend", "sglang"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2 and "use serve" in done.stderr
 

@@ -241,8 +241,13 @@ def test_decode_shows_the_parsed_tool_call_and_replays_what_was_held_back(tab: T
 
     for protocol in ("responses", "messages"):
         page.locator("#dec-protocol").select_option(protocol)
-        expect(page.locator("#dec-status")).to_contain_text({"responses": "Responses", "messages": "Messages"}[protocol])
-        assert json.loads(page.locator("#dec-parsed .tool-call pre.args").inner_text()) == {"city": "Berlin", "unit": "celsius"}
+        expect(page.locator("#dec-status")).to_contain_text(
+            {"responses": "Responses", "messages": "Messages"}[protocol]
+        )
+        assert json.loads(page.locator("#dec-parsed .tool-call pre.args").inner_text()) == {
+            "city": "Berlin",
+            "unit": "celsius",
+        }
 
     # Replay, by keyboard, to the chunk that ends in "</t": the decoder holds it back.
     output = example("tools")["output"]["text"]
@@ -293,13 +298,17 @@ def test_the_cache_view_reports_the_shared_blocks_the_library_computes(tab: Tab,
         a = frontend.prepare("chat", json.dumps(entry["a"]["chat"])).prompt_ids
         b = frontend.prepare("chat", json.dumps(entry["b"]["chat"])).prompt_ids
         common = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        expect(page.locator("#cache-summary [data-shared-blocks]")).to_have_attribute("data-shared-blocks", str(common // 128))
+        expect(page.locator("#cache-summary [data-shared-blocks]")).to_have_attribute(
+            "data-shared-blocks", str(common // 128)
+        )
         expect(page.locator("#cache-divergence [data-divergence]")).to_have_attribute("data-divergence", str(common))
         expect(page.locator("#cache-blocks .block.s-shared[role=listitem]")).to_have_count(common // 128)
     page.locator("#cache-block-size").fill("16")
     page.locator("#cache-block-size").press("Enter")
     page.locator("#cache-run").click()
-    expect(page.locator("#cache-summary [data-shared-blocks]")).to_have_attribute("data-shared-blocks", str(common // 16))
+    expect(page.locator("#cache-summary [data-shared-blocks]")).to_have_attribute(
+        "data-shared-blocks", str(common // 16)
+    )
 
 
 # -- the whole page ----------------------------------------------------------------------------
@@ -337,7 +346,9 @@ def test_a_gateway_with_keys_asks_for_one(browser: Browser) -> None:
     ("size", "viewport", "theme"),
     [("laptop", LAPTOP, "light"), ("laptop", LAPTOP, "dark"), ("phone", PHONE, "light"), ("phone", PHONE, "dark")],
 )
-def test_screenshots_of_every_mode(browser: Browser, server: ServerThread, size: str, viewport: dict[str, int], theme: str) -> None:
+def test_screenshots_of_every_mode(
+    browser: Browser, server: ServerThread, size: str, viewport: dict[str, int], theme: str
+) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     tab = Tab(browser, server, viewport=viewport, color_scheme="light")
     page = tab.open("encode")

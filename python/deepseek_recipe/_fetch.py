@@ -83,9 +83,7 @@ class _PinnedBackend(httpcore.NetworkBackend):
 
 class _PinnedTransport(httpx.BaseTransport):
     def __init__(self, choose: Callable[[str, int], str], connect_timeout: float) -> None:
-        self._pool = httpcore.ConnectionPool(
-            network_backend=_PinnedBackend(choose), http1=True, http2=False, retries=0
-        )
+        self._pool = httpcore.ConnectionPool(network_backend=_PinnedBackend(choose), http1=True, http2=False, retries=0)
         self._connect_timeout = connect_timeout
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

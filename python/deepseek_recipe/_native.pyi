@@ -475,7 +475,9 @@ class ConversionOptions:
     @property
     def special_tokens(self) -> SpecialTokens: ...
     def with_default_thinking_mode(self, default_thinking_mode: bool) -> ConversionOptions: ...
-    def with_reasoning_content_behavior(self, reasoning_content_behavior: ReasoningContentBehavior) -> ConversionOptions: ...
+    def with_reasoning_content_behavior(
+        self, reasoning_content_behavior: ReasoningContentBehavior
+    ) -> ConversionOptions: ...
     def with_responses_web_search(self, responses_web_search: WebSearchBehavior) -> ConversionOptions: ...
     def with_messages_web_search(self, messages_web_search: WebSearchBehavior) -> ConversionOptions: ...
     def with_special_tokens(self, special_tokens: SpecialTokens) -> ConversionOptions: ...
@@ -484,7 +486,9 @@ class ConversionOptions:
     def with_model_versions_by_name(self, model_versions_by_name: dict[str, ModelVersion]) -> ConversionOptions:
         """Replace the whole name table (an empty one is allowed)."""
     def with_thinking_max_tokens_upper_bound(self, thinking_max_tokens_upper_bound: int) -> ConversionOptions: ...
-    def with_non_thinking_max_tokens_upper_bound(self, non_thinking_max_tokens_upper_bound: int) -> ConversionOptions: ...
+    def with_non_thinking_max_tokens_upper_bound(
+        self, non_thinking_max_tokens_upper_bound: int
+    ) -> ConversionOptions: ...
 
 @final
 class OutputConstraint:
@@ -594,9 +598,7 @@ class ChatCompletionChunk:
 class ChatCompletionResponse:
     """The non-streaming ``chat.completion``, accumulated from chunks."""
 
-    def __new__(
-        cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int
-    ) -> Self: ...
+    def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: ChatCompletionChunk) -> None:
         """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
     def to_json(self) -> str: ...
@@ -630,9 +632,7 @@ class InferenceChunk:
     """One chunk from the inference backend: ``ready``, ``text``, ``tokens`` or ``finish``."""
 
     @staticmethod
-    def ready(
-        *, prompt_usage: PromptUsage | None = None, system_fingerprint: str | None = None
-    ) -> InferenceChunk: ...
+    def ready(*, prompt_usage: PromptUsage | None = None, system_fingerprint: str | None = None) -> InferenceChunk: ...
     @staticmethod
     def text(content: str, token_count: int = 0) -> InferenceChunk: ...
     @staticmethod
@@ -676,9 +676,7 @@ class StreamProcessor:
     @property
     def finished(self) -> bool:
         """The stream completed (finish chunk, stop sequence or ``finish()``) and is not closed."""
-    def push(
-        self, chunk: InferenceChunk
-    ) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
+    def push(self, chunk: InferenceChunk) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
         """Process one chunk. Raises ``RuntimeError`` after completion or close, and on stream
         errors (a ``tokens`` chunk without a tokenizer, a logprob count that differs from the
         id count), which close the processor."""
@@ -787,9 +785,7 @@ class MessagesStreamEvent:
 class MessagesResponse:
     """The non-streaming Messages response, accumulated from stream events."""
 
-    def __new__(
-        cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int
-    ) -> Self: ...
+    def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: MessagesStreamEvent) -> None:
         """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
     def to_json(self) -> str: ...

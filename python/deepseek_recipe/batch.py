@@ -121,7 +121,9 @@ def prepare_batch(
     frontend = frontend if frontend is not None else Frontend()
     kind = _kind(batch)
     bodies = _column(batch, kind, body_column)
-    protocols: Sequence[str] = [protocol] * len(bodies) if protocol is not None else _column(batch, kind, protocol_column)
+    protocols: Sequence[str] = (
+        [protocol] * len(bodies) if protocol is not None else _column(batch, kind, protocol_column)
+    )
     columns = prepare_rows(bodies, protocols, frontend=frontend, block_size=block_size, on_error=on_error)
     return _with_columns(batch, kind, columns)
 

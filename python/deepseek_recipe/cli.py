@@ -51,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     # `serve` is parsed by the settings model itself (see `_serve`); listed here for --help.
     sub.add_parser("serve", help="run the gateway (flags: deepseek-recipe serve --help)", add_help=False)
     sub.add_parser(
-        "webui", help="run the visualizer page with the demo engine (flags: deepseek-recipe webui --help)", add_help=False
+        "webui",
+        help="run the visualizer page with the demo engine (flags: deepseek-recipe webui --help)",
+        add_help=False,
     )
     for name, help_text in (("render", "print the rendered prompt"), ("encode", "print the prompt token ids")):
         p = sub.add_parser(name, help=help_text)
@@ -102,7 +104,9 @@ def _render_or_encode(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(f"error: {e}") from None
     encoding: dr.DeepseekV4Encoding | dr.DeepseekV41Encoding = (
-        dr.DeepseekV4Encoding() if converted.model_version == dr.ModelVersion.DeepseekV4Pro else dr.DeepseekV41Encoding()
+        dr.DeepseekV4Encoding()
+        if converted.model_version == dr.ModelVersion.DeepseekV4Pro
+        else dr.DeepseekV41Encoding()
     )
     rendered = encoding.render_conversation(converted.conversation)
     ids: list[int] | None = None

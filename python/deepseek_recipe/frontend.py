@@ -332,7 +332,9 @@ class Frontend:
         self.context_limit = context_limit
         special = options.special_tokens
         self._encodings: dict[ModelVersion, Encoding] = {
-            ModelVersion.DeepseekV4Pro: DeepseekV4Encoding().with_tokenizer(self.tokenizer).with_special_tokens(special),
+            ModelVersion.DeepseekV4Pro: DeepseekV4Encoding()
+            .with_tokenizer(self.tokenizer)
+            .with_special_tokens(special),
             ModelVersion.DeepseekV41Flash: DeepseekV41Encoding()
             .with_tokenizer(self.tokenizer)
             .with_special_tokens(special),

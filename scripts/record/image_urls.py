@@ -33,12 +33,53 @@ OUT = Path(__file__).resolve().parents[2] / "tests" / "reference_tables" / "imag
 MODEL = "DeepSeek-V4.1-Flash"
 
 SCHEMES = ["data:", "DATA:", "Data:", " data:", "\tdata:", "data: ", "dat:", "", "data;", "data:data:"]
-MIMES = ["image/png", "IMAGE/PNG", "image/jpeg", "image/jpg", "image/gif", "image/webp", "Image/Webp", "image/bmp",
-         "text/plain", "", " image/png", "image/png ", "image/png;charset=utf-8", "image/svg+xml", "image", "image/png,"]
+MIMES = [
+    "image/png",
+    "IMAGE/PNG",
+    "image/jpeg",
+    "image/jpg",
+    "image/gif",
+    "image/webp",
+    "Image/Webp",
+    "image/bmp",
+    "text/plain",
+    "",
+    " image/png",
+    "image/png ",
+    "image/png;charset=utf-8",
+    "image/svg+xml",
+    "image",
+    "image/png,",
+]
 MARKERS = [";base64", ";BASE64", "; base64", ";base64 ", ";Base64", "", ";base64;", ";charset=x;base64", ";;base64"]
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-NOISE = ["=", "==", "===", " ", "\n", "\t", "%3D", "%3d", "%41", "%2B", "%2F", "%20", "%zz", "%", "%4", "-", "_", "!",
-         ".", "#frag", ",", "é", "\u00a0", "\r\n", "\x0c"]
+NOISE = [
+    "=",
+    "==",
+    "===",
+    " ",
+    "\n",
+    "\t",
+    "%3D",
+    "%3d",
+    "%41",
+    "%2B",
+    "%2F",
+    "%20",
+    "%zz",
+    "%",
+    "%4",
+    "-",
+    "_",
+    "!",
+    ".",
+    "#frag",
+    ",",
+    "é",
+    "\u00a0",
+    "\r\n",
+    "\x0c",
+]
 MESSAGE_MEDIA = ["image/png", "image/jpeg", "image/gif", "image/webp"]
 
 
@@ -89,10 +130,29 @@ def outcome(cls: Any, request: dict[str, Any]) -> list[Any]:
 
 def requests(url: str) -> list[tuple[str, dict[str, Any]]]:
     return [
-        ("chat_image_url", {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]}),
-        ("chat_file_data", {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "file", "file_data": url}]}]}),
-        ("responses_input_image", {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_image", "image_url": url}]}]}),
-        ("messages_url", {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": url}}]}]}),
+        (
+            "chat_image_url",
+            {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}],
+            },
+        ),
+        (
+            "chat_file_data",
+            {"model": MODEL, "messages": [{"role": "user", "content": [{"type": "file", "file_data": url}]}]},
+        ),
+        (
+            "responses_input_image",
+            {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_image", "image_url": url}]}]},
+        ),
+        (
+            "messages_url",
+            {
+                "model": MODEL,
+                "max_tokens": 8,
+                "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": url}}]}],
+            },
+        ),
     ]
 
 
@@ -137,7 +197,13 @@ def ordering_requests() -> list[tuple[str, dict[str, Any]]]:
                     [{"role": "user", "content": "x"}, {"role": "user", "content": parts}],
                     [{"role": "user", "content": "x"}, {"role": "assistant", "content": parts}],
                     [
-                        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                            ],
+                        },
                         {"role": "tool", "tool_call_id": "c", "content": parts},
                     ],
                 ):
@@ -150,7 +216,11 @@ def ordering_requests() -> list[tuple[str, dict[str, Any]]]:
                     [{"role": "user", "content": "x"}, {"role": "assistant", "content": parts}],
                     [
                         {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
-                        {"type": "function_call_output", "call_id": "c", "output": [p for p in parts if p["type"] != "input_text"] or "x"},
+                        {
+                            "type": "function_call_output",
+                            "call_id": "c",
+                            "output": [p for p in parts if p["type"] != "input_text"] or "x",
+                        },
                     ],
                 ):
                     out.append(("responses_order", {"model": model, "input": items}))
@@ -188,8 +258,16 @@ def main() -> None:
             rows.append({"place": place, "request": request, "outcome": outcome(CLASSES[place.split("_")[0]], request)})
     for _ in range(600):
         data, media = body64(rng), rng.choice(MESSAGE_MEDIA)
-        request = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}]}]}
+        request = {
+            "model": MODEL,
+            "max_tokens": 8,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}],
+                }
+            ],
+        }
         rows.append({"place": "messages_base64", "request": request, "outcome": outcome(dr.MessagesRequest, request)})
     for place, request in ordering_requests():
         rows.append({"place": place, "request": request, "outcome": outcome(CLASSES[place.split("_")[0]], request)})

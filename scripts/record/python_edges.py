@@ -64,16 +64,46 @@ def cases() -> list[tuple[str, str]]:
         ]
     groups.append(("arguments", out))
     out = []
-    values = ["{1}", "frozenset([1])", "S([1])", "FS([1])", "range(2)", "b'x'", "bytearray(b'x')", "1j", "...",
-              "int", "float('nan')", "float('-inf')", "2**64", "-(2**63) - 1", "2**64 - 1", "D(a=1)", "T((1,))",
-              "St('a')", "I(3)", "F(1.5)", "object()"]
+    values = [
+        "{1}",
+        "frozenset([1])",
+        "S([1])",
+        "FS([1])",
+        "range(2)",
+        "b'x'",
+        "bytearray(b'x')",
+        "1j",
+        "...",
+        "int",
+        "float('nan')",
+        "float('-inf')",
+        "2**64",
+        "-(2**63) - 1",
+        "2**64 - 1",
+        "D(a=1)",
+        "T((1,))",
+        "St('a')",
+        "I(3)",
+        "F(1.5)",
+        "object()",
+    ]
     for value in values:
         out.append(f"dr.ChatCompletionRequest({{'model': 'm', 'messages': [], 'x': [{value}]}})")
     for key in ["1", "1.5", "None", "(1,)", "St('k')"]:
         out.append(f"dr.ChatCompletionRequest({{'model': 'm', 'messages': [], {key}: 1}})")
     groups.append(("json_values", out))
-    spellings = ["<x>", "<\x01x\ty\n\r>", "<\"\\'>", "<é\x7f\x9f\u00ad>", "\u2028z\x00", "<\u0301a>", "\ud7ff\ue000\U0010ffff",
-                 "<\u200b\u200e\ufeff>", " ", "<\U0001f600>"]
+    spellings = [
+        "<x>",
+        "<\x01x\ty\n\r>",
+        "<\"\\'>",
+        "<é\x7f\x9f\u00ad>",
+        "\u2028z\x00",
+        "<\u0301a>",
+        "\ud7ff\ue000\U0010ffff",
+        "<\u200b\u200e\ufeff>",
+        " ",
+        "<\U0001f600>",
+    ]
     groups.append(("special_tokens", [f"encode_with({s!r})" for s in spellings]))
     out = []
     details = ["weird", "HIGH", "", "lo\nw", 'q"x', "é\x01", "\u200b"]
@@ -101,15 +131,33 @@ def namespace(dr: Any) -> dict[str, Any]:
         return encoding.encode(req(None).conversation)
 
     class S(set): ...  # noqa: E701
+
     class FS(frozenset): ...  # noqa: E701
+
     class D(dict): ...  # noqa: E701
+
     class T(tuple): ...  # noqa: E701
+
     class St(str): ...  # noqa: E701
+
     class I(int): ...  # noqa: E701, E742
+
     class F(float): ...  # noqa: E701
 
-    return {"dr": dr, "json": json, "tok": tok, "req": req, "encode_with": encode_with,
-            "S": S, "FS": FS, "D": D, "T": T, "St": St, "I": I, "F": F}
+    return {
+        "dr": dr,
+        "json": json,
+        "tok": tok,
+        "req": req,
+        "encode_with": encode_with,
+        "S": S,
+        "FS": FS,
+        "D": D,
+        "T": T,
+        "St": St,
+        "I": I,
+        "F": F,
+    }
 
 
 def outcome(expression: str, names: dict[str, Any]) -> list[Any]:

@@ -53,9 +53,9 @@ TOP_POOL = [33310, 3574, 102, 225, 1, 128822, 201, 67, 999999999, 128825]
 WORDS = ["hello", " world", "ok", "x", "a", "The answer", " is", " 42", ".", ",", " "]
 MULTI = ["é", "中文", "🦀", "😀", "𝔘", "—", "答案", "ñ", "🤔"]
 NEWLINES = ["\n", "\n\n", "\n\n\n", "\r\n"]
-TRICKY = ["<think>", "<", "</", "</th", D, "\"", "\\", "<b>", "</think", "<｜", "```"]
+TRICKY = ["<think>", "<", "</", "</th", D, '"', "\\", "<b>", "</think", "<｜", "```"]
 MARKERS = ["</think>", f"<{D}", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"]
-JSON_BITS = ["```json\n", "```\n", "{", "}", "[", "]", "\n```", "\"a\": 1", ": "]
+JSON_BITS = ["```json\n", "```\n", "{", "}", "[", "]", "\n```", '"a": 1', ": "]
 
 ID_RE = re.compile(r"call_(\d+)_(ET_)?([A-Za-z0-9]{20}[0-9]{4})(?![A-Za-z0-9])")
 TS_RE = re.compile(r'"(created|created_at|completed_at)":(\d+)(?=[,}\]])')
@@ -88,8 +88,10 @@ def tool_block(rng: random.Random) -> str:
         out += rng.choice(["\n", ""]) + f'<{D} invoke name="{rng.choice(TOOL_NAMES + ["中文名"])}">\n'
         for _ in range(rng.randint(0, 2)):
             string = rng.choice(["true", "false"])
-            value = pick_text(rng, [WORDS, MULTI, ["\"", "\\", "\n", "3", "[1, 2]", "\t"]], rng.randint(0, 4))
-            out += f'<{D} parameter name="{rng.choice(["city", "days", "n"])}" string="{string}">{value}</{D} parameter>\n'
+            value = pick_text(rng, [WORDS, MULTI, ['"', "\\", "\n", "3", "[1, 2]", "\t"]], rng.randint(0, 4))
+            out += (
+                f'<{D} parameter name="{rng.choice(["city", "days", "n"])}" string="{string}">{value}</{D} parameter>\n'
+            )
         out += f"</{D} invoke>"
     out += rng.choice([f"\n</{D} calls>", f"\n</{D}tool_calls>", ""])
     if rng.random() < 0.25:
@@ -137,14 +139,20 @@ class Chunker:
         entries = []
         for i in ids:
             lp = self.rng.choice([-0.5, -1.25, -(self.rng.randint(1, 10**6) / 10**5), -0.0, -3.0e-7])
-            top = [[self.rng.choice(TOP_POOL + [i]), self.rng.choice([-0.1, -2.5, -(self.rng.randint(1, 999) / 97)])]
-                   for _ in range(self.rng.randint(0, 3))]
+            top = [
+                [self.rng.choice(TOP_POOL + [i]), self.rng.choice([-0.1, -2.5, -(self.rng.randint(1, 999) / 97)])]
+                for _ in range(self.rng.randint(0, 3))
+            ]
             entries.append([lp, top])
         return entries
 
     def chunks(self, text: str) -> list[Any]:
         many = self.rng.choice([5, 5, 12])
-        cuts = sorted(self.rng.sample(range(1, len(text)), min(len(text) - 1, self.rng.randint(0, many)))) if len(text) > 1 else []
+        cuts = (
+            sorted(self.rng.sample(range(1, len(text)), min(len(text) - 1, self.rng.randint(0, many))))
+            if len(text) > 1
+            else []
+        )
         bounds = [0] + cuts + [len(text)]
         out: list[Any] = []
         flip = self.rng.random() < 0.5
@@ -193,7 +201,9 @@ def chat_body(rng: random.Random, model: str, thinking: str | None, tools: bool,
     if thinking:
         body["thinking"] = {"type": thinking}
     if tools:
-        body["tools"] = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in TOOL_NAMES]
+        body["tools"] = [
+            {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in TOOL_NAMES
+        ]
     if stops:
         body["stop"] = stops
     if prefix is None and rng.random() < 0.15:
@@ -208,7 +218,9 @@ def chat_body(rng: random.Random, model: str, thinking: str | None, tools: bool,
     return body
 
 
-def messages_body(rng: random.Random, model: str, thinking: str | None, tools: bool, stops: list[str]) -> dict[str, Any]:
+def messages_body(
+    rng: random.Random, model: str, thinking: str | None, tools: bool, stops: list[str]
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
     if rng.random() < 0.2:
         messages.append({"role": "assistant", "content": "Hel"})
@@ -319,8 +331,11 @@ def generate(rng: random.Random, tok: Any) -> dict[str, Any]:
 
 
 U64_MAX = 2**64 - 1
-THINKING_CHAT = {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}],
-                 "thinking": {"type": "enabled"}}
+THINKING_CHAT = {
+    "model": "DeepSeek-V4.1-Flash",
+    "messages": [{"role": "user", "content": "hi"}],
+    "thinking": {"type": "enabled"},
+}
 
 
 def lp(ids: list[int], first: float) -> list[Any]:
@@ -329,43 +344,96 @@ def lp(ids: list[int], first: float) -> list[Any]:
 
 # The shapes the issues name, recorded as they are (the generated cases cover their kin).
 NAMED: list[dict[str, Any]] = [
-    {"name": "content prefix in thinking mode opens with content", "protocol": "chat",
-     "body": {"model": "DeepSeek-V4.1-Flash", "thinking": {"type": "enabled"},
-              "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hel", "prefix": True}]},
-     "chunks": [["ready", 5, 1, None], ["text", "lo", 1], ["finish", "Stop"]]},
-    {"name": "reasoning before </think> comes out in that push", "protocol": "chat", "body": THINKING_CHAT,
-     "chunks": [["ready", 5, 1, None], ["tokens", [33310, 128822, 3574], None], ["tokens", [102, 225], None],
-                ["finish", "Stop"]]},
-    {"name": "a Length finish keeps the settled text and its count", "protocol": "chat", "body": THINKING_CHAT,
-     "chunks": [["ready", 5, 1, None], ["tokens", [33310, 33310, 33310, 128822, 3574], None], ["finish", "Length"]]},
-    {"name": "a newline of a token chunk goes with </think> of a text chunk", "protocol": "chat",
-     "body": THINKING_CHAT, "chunks": [["tokens", [67, 201], None], ["text", "</think>b", 1], ["finish", "Stop"]]},
-    {"name": "a spelling cut by a switch to tokens keeps the newline that breaks it", "protocol": "chat",
-     "body": THINKING_CHAT, "chunks": [["text", " <b><", 1], ["tokens", [271, 128822, 271, 2058, 28], None],
-                                       ["finish", "Stop"]]},
-    {"name": "the DSML token finishes a spelled <｜DSML", "protocol": "chat",
-     "body": {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}],
-              "thinking": {"type": "disabled"},
-              "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
-     "chunks": [["text", "a\n\n<｜DSML", 1],
-                # the DSML token, then ` calls>⏎<｜DSML｜ invoke name="f"></｜DSML｜ invoke></｜DSML｜ calls>`
-                ["tokens", [128825, 10699, 1018, 30, 128825, 34756, 2329, 1281, 72, 11387, 128825, 34756, 7339,
-                            128825, 10699, 32], None],
-                ["finish", "Stop"]]},
-    {"name": "logprobs of a character pushed token by token", "protocol": "responses",
-     "body": {"model": "DeepSeek-V4.1-Flash", "input": "hi", "reasoning": {"effort": "high"}},
-     "chunks": [["ready", 5, 1, None], ["tokens", [33310, 201], lp([33310, 201], -0.1)],
-                ["tokens", [128822, 3574], lp([128822, 3574], -0.3)], ["tokens", [102], lp([102], -0.5)],
-                ["tokens", [225], lp([225], -0.6)], ["finish", "Stop"]]},
-    {"name": "usage counts wrap at 2^64", "protocol": "chat",
-     "body": {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}]},
-     "chunks": [["ready", U64_MAX, U64_MAX, None], ["text", "a", U64_MAX], ["text", "b", 2], ["finish", "Stop"]]},
-    {"name": "usage counts wrap at 2^64 (Responses)", "protocol": "responses",
-     "body": {"model": "DeepSeek-V4.1-Flash", "input": "hi"},
-     "chunks": [["ready", U64_MAX - 1, 1, None], ["text", "a", U64_MAX], ["finish", "Length"]]},
-    {"name": "usage counts wrap at 2^64 (Messages)", "protocol": "messages",
-     "body": {"model": "DeepSeek-V4.1-Flash", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]},
-     "chunks": [["ready", 5, 3, None], ["text", "a", U64_MAX], ["text", "b", 1], ["finish", "Stop"]]},
+    {
+        "name": "content prefix in thinking mode opens with content",
+        "protocol": "chat",
+        "body": {
+            "model": "DeepSeek-V4.1-Flash",
+            "thinking": {"type": "enabled"},
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hel", "prefix": True}],
+        },
+        "chunks": [["ready", 5, 1, None], ["text", "lo", 1], ["finish", "Stop"]],
+    },
+    {
+        "name": "reasoning before </think> comes out in that push",
+        "protocol": "chat",
+        "body": THINKING_CHAT,
+        "chunks": [
+            ["ready", 5, 1, None],
+            ["tokens", [33310, 128822, 3574], None],
+            ["tokens", [102, 225], None],
+            ["finish", "Stop"],
+        ],
+    },
+    {
+        "name": "a Length finish keeps the settled text and its count",
+        "protocol": "chat",
+        "body": THINKING_CHAT,
+        "chunks": [["ready", 5, 1, None], ["tokens", [33310, 33310, 33310, 128822, 3574], None], ["finish", "Length"]],
+    },
+    {
+        "name": "a newline of a token chunk goes with </think> of a text chunk",
+        "protocol": "chat",
+        "body": THINKING_CHAT,
+        "chunks": [["tokens", [67, 201], None], ["text", "</think>b", 1], ["finish", "Stop"]],
+    },
+    {
+        "name": "a spelling cut by a switch to tokens keeps the newline that breaks it",
+        "protocol": "chat",
+        "body": THINKING_CHAT,
+        "chunks": [["text", " <b><", 1], ["tokens", [271, 128822, 271, 2058, 28], None], ["finish", "Stop"]],
+    },
+    {
+        "name": "the DSML token finishes a spelled <｜DSML",
+        "protocol": "chat",
+        "body": {
+            "model": "DeepSeek-V4.1-Flash",
+            "messages": [{"role": "user", "content": "hi"}],
+            "thinking": {"type": "disabled"},
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        },
+        "chunks": [
+            ["text", "a\n\n<｜DSML", 1],
+            # the DSML token, then ` calls>⏎<｜DSML｜ invoke name="f"></｜DSML｜ invoke></｜DSML｜ calls>`
+            [
+                "tokens",
+                [128825, 10699, 1018, 30, 128825, 34756, 2329, 1281, 72, 11387, 128825, 34756, 7339, 128825, 10699, 32],
+                None,
+            ],
+            ["finish", "Stop"],
+        ],
+    },
+    {
+        "name": "logprobs of a character pushed token by token",
+        "protocol": "responses",
+        "body": {"model": "DeepSeek-V4.1-Flash", "input": "hi", "reasoning": {"effort": "high"}},
+        "chunks": [
+            ["ready", 5, 1, None],
+            ["tokens", [33310, 201], lp([33310, 201], -0.1)],
+            ["tokens", [128822, 3574], lp([128822, 3574], -0.3)],
+            ["tokens", [102], lp([102], -0.5)],
+            ["tokens", [225], lp([225], -0.6)],
+            ["finish", "Stop"],
+        ],
+    },
+    {
+        "name": "usage counts wrap at 2^64",
+        "protocol": "chat",
+        "body": {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}]},
+        "chunks": [["ready", U64_MAX, U64_MAX, None], ["text", "a", U64_MAX], ["text", "b", 2], ["finish", "Stop"]],
+    },
+    {
+        "name": "usage counts wrap at 2^64 (Responses)",
+        "protocol": "responses",
+        "body": {"model": "DeepSeek-V4.1-Flash", "input": "hi"},
+        "chunks": [["ready", U64_MAX - 1, 1, None], ["text", "a", U64_MAX], ["finish", "Length"]],
+    },
+    {
+        "name": "usage counts wrap at 2^64 (Messages)",
+        "protocol": "messages",
+        "body": {"model": "DeepSeek-V4.1-Flash", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]},
+        "chunks": [["ready", 5, 3, None], ["text", "a", U64_MAX], ["text", "b", 1], ["finish", "Stop"]],
+    },
 ]
 
 
@@ -395,8 +463,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     args.out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{len(cases)} cases, {len(data)} bytes raw, {args.out.stat().st_size} gzipped, {time.time() - started:.1f}s",
-          file=sys.stderr)
+    print(
+        f"{len(cases)} cases, {len(data)} bytes raw, {args.out.stat().st_size} gzipped, {time.time() - started:.1f}s",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

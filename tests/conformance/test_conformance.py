@@ -60,7 +60,9 @@ def _check(result: Any, expected: Any) -> None:
     if got != want:
         import difflib
 
-        diff = "\n".join(list(difflib.unified_diff(want.splitlines(), got.splitlines(), "expected", "got", lineterm=""))[:80])
+        diff = "\n".join(
+            list(difflib.unified_diff(want.splitlines(), got.splitlines(), "expected", "got", lineterm=""))[:80]
+        )
         pytest.fail("result differs from deepseek-recipe 0.2.0:\n" + diff, pytrace=False)
 
 

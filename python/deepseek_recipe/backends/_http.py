@@ -78,14 +78,20 @@ class HttpBackend(Backend):
                     try:
                         event = orjson.loads(data)
                     except orjson.JSONDecodeError:
-                        raise BackendError("protocol", f"{self.name} sent an event that is not JSON", accepted=True) from None
+                        raise BackendError(
+                            "protocol", f"{self.name} sent an event that is not JSON", accepted=True
+                        ) from None
                     if not isinstance(event, dict):
-                        raise BackendError("protocol", f"{self.name} sent an event that is not an object", accepted=True)
+                        raise BackendError(
+                            "protocol", f"{self.name} sent an event that is not an object", accepted=True
+                        )
                     if "error" in event and not event.get("choices"):
                         raise BackendError("status", f"{self.name} reported an error mid-stream", accepted=True)
                     yield event
             except httpx.HTTPError as error:
-                raise BackendError("closed", f"{self.name} broke the stream: {type(error).__name__}", accepted=True) from None
+                raise BackendError(
+                    "closed", f"{self.name} broke the stream: {type(error).__name__}", accepted=True
+                ) from None
             finally:
                 with anyio.CancelScope(shield=True):
                     await response.aclose()

@@ -38,6 +38,7 @@ _TOOL_RESULT = "<tool_result>"
 
 class DemoEngine(Backend):
     """Deterministic output for any DeepSeek V4 prompt; ``token_delay`` seconds per token."""
+
     takes_images = True  # it says how many it got
 
     name = "demo"

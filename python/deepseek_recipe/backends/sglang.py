@@ -23,6 +23,7 @@ from deepseek_recipe.frontend import FinishReason
 
 class SGLangBackend(HttpBackend):
     """``base_url`` is the SGLang server's root (``http://host:30000``)."""
+
     takes_images = True
 
     def __init__(

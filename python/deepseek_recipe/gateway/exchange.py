@@ -98,7 +98,9 @@ class Exchange:
         if failure is not None:
             raise failure
 
-    async def _pump(self, request: GenerationRequest, outbox: MemoryObjectSendStream[BackendChunk | BackendError]) -> None:
+    async def _pump(
+        self, request: GenerationRequest, outbox: MemoryObjectSendStream[BackendChunk | BackendError]
+    ) -> None:
         """The engine's chunks into ``outbox``; its stream is always closed, shielded."""
         generator = self.backend.generate(request)
         try:
@@ -218,7 +220,12 @@ class Exchange:
         return ready
 
     async def _next(
-        self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError], timeout: float, doing: str, *, keepalive: bool
+        self,
+        inbox: MemoryObjectReceiveStream[BackendChunk | BackendError],
+        timeout: float,
+        doing: str,
+        *,
+        keepalive: bool,
     ) -> BackendChunk | None:
         """The next chunk (``None`` at the end of the engine's stream), within ``timeout``."""
         if self._held is not None:

@@ -75,9 +75,7 @@ class Metrics:
         self.disconnects = Counter(
             PREFIX + "client_disconnects", "Requests whose client went away before the end.", registry=r
         )
-        self.backend_errors = Counter(
-            PREFIX + "backend_errors", "Engine failures by kind.", ["kind"], registry=r
-        )
+        self.backend_errors = Counter(PREFIX + "backend_errors", "Engine failures by kind.", ["kind"], registry=r)
         # Per replica of a pool (label: its URL); routes are explained in deepseek_recipe.routing.
         self.replica_running = Gauge(
             PREFIX + "replica_num_requests_running",

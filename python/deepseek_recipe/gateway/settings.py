@@ -71,7 +71,10 @@ class GatewaySettings(BaseSettings):
     )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1, description="largest request body")
     max_json_depth: int = Field(
-        default=128, ge=1, le=128, description="deepest nesting of arrays and objects in a body (the parser stops at 128)"
+        default=128,
+        ge=1,
+        le=128,
+        description="deepest nesting of arrays and objects in a body (the parser stops at 128)",
     )
     max_concurrent_requests: int = Field(default=256, ge=1, description="requests served at once; more get 429")
     connect_timeout: float = Field(default=10.0, gt=0, description="seconds for the engine to accept a request")

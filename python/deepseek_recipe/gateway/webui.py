@@ -248,7 +248,10 @@ class Inspector:
         if len(encoded) >= 2 and not identical:
             lists = list(encoded.values())
             index = min(_common_prefix(lists[0], other) for other in lists[1:])
-            difference = {"index": index, "ids": {p: ids[index] if index < len(ids) else None for p, ids in encoded.items()}}
+            difference = {
+                "index": index,
+                "ids": {p: ids[index] if index < len(ids) else None for p, ids in encoded.items()},
+            }
         return {"results": results, "identical": identical, "first_difference": difference}
 
     def blocks(self, call: dict[str, Any]) -> dict[str, Any]:
@@ -287,7 +290,9 @@ class Inspector:
             }
         # The router's own block hashes: a block is shared when its chained hash is.
         hashes_a, hashes_b = block_hashes(ids_a, size), block_hashes(ids_b, size)
-        shared = next((k for k, (x, y) in enumerate(zip(hashes_a, hashes_b)) if x != y), min(len(hashes_a), len(hashes_b)))
+        shared = next(
+            (k for k, (x, y) in enumerate(zip(hashes_a, hashes_b)) if x != y), min(len(hashes_a), len(hashes_b))
+        )
         answer.update(
             common_prefix=common,
             shared_blocks=shared,
@@ -683,7 +688,13 @@ class WebUI:
         except GatewayError as error:
             await _fail(send, error, expected.encode() if error.kind == "method_not_allowed" else None)
             return
-        await _send(send, 200, orjson.dumps(answer), [(b"content-type", b"application/json"), (b"cache-control", b"no-store")], method)
+        await _send(
+            send,
+            200,
+            orjson.dumps(answer),
+            [(b"content-type", b"application/json"), (b"cache-control", b"no-store")],
+            method,
+        )
 
     def _compute(self, name: str, raw: bytes) -> dict[str, Any]:
         try:

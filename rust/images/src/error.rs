@@ -99,7 +99,10 @@ impl ImageError {
 
     /// A download failure of `url` for the image at `location`.
     pub fn download(kind: ImageErrorKind, location: &str, url: &str) -> Self {
-        Self::new(kind, format!("{location}: Failed to download image from {url}"))
+        Self::new(
+            kind,
+            format!("{location}: Failed to download image from {url}"),
+        )
     }
 
     pub fn is_retryable(&self) -> bool {

@@ -62,7 +62,11 @@ pub struct NotConverged {
 
 impl std::fmt::Display for NotConverged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "image resize did not converge after {} iterations", self.passes)
+        write!(
+            f,
+            "image resize did not converge after {} iterations",
+            self.passes
+        )
     }
 }
 
@@ -80,7 +84,9 @@ fn grid(width: u64, height: u64) -> Fit {
         height,
         columns,
         rows,
-        tokens: rows.saturating_mul(columns.saturating_add(1)).saturating_add(2),
+        tokens: rows
+            .saturating_mul(columns.saturating_add(1))
+            .saturating_add(2),
     }
 }
 
@@ -168,7 +174,12 @@ impl PreprocessOptions {
     }
 
     /// Refuse a source whose width or height exceeds [`Self::max_dimension_px`].
-    pub fn check_dimensions(&self, width: u32, height: u32, location: &str) -> Result<(), ImageError> {
+    pub fn check_dimensions(
+        &self,
+        width: u32,
+        height: u32,
+        location: &str,
+    ) -> Result<(), ImageError> {
         if width.max(height) > self.max_dimension_px {
             return Err(ImageError::unsupported(
                 ImageErrorKind::ImageDimensionsTooLarge,
@@ -201,8 +212,8 @@ pub fn output_size(
 ) -> Result<(u32, u32), ImageError> {
     options.check_dimensions(width, height, location)?;
     let (w, h) = options.effective_size(width, height);
-    let fitted = fit(w, h)
-        .map_err(|_| ImageError::unsupported(ImageErrorKind::TokenBudget, location))?;
+    let fitted =
+        fit(w, h).map_err(|_| ImageError::unsupported(ImageErrorKind::TokenBudget, location))?;
     let (mut w, mut h) = (fitted.width, fitted.height);
     let cut = WEBP_MAX_SIDE / PATCH * PATCH;
     if w > WEBP_MAX_SIDE {
@@ -235,14 +246,24 @@ mod tests {
             ("one pixel more adds a row and a column", 547, 547, 212),
             ("1000 square", 1000, 1000, 602),
             ("the preprocessed 1000 x 800", 1008, 812, 502),
-            ("squares past 1261 are capped by the budget", 2048, 2048, 994),
+            (
+                "squares past 1261 are capped by the budget",
+                2048,
+                2048,
+                994,
+            ),
             ("the fixed point of 1 x 41", 1, 41, 254),
             ("one row for very wide images", 100_000, 1, 1024),
             ("one column for very tall images", 1, 100_000, 1024),
             ("an empty image is its two frame tokens", 0, 0, 2),
             ("no width: one column of nothing per row", 0, 43, 4),
             ("no height: no rows", 100_000, 0, 2),
-            ("a tall image with no width takes one column", 0, u32::MAX, 1024),
+            (
+                "a tall image with no width takes one column",
+                0,
+                u32::MAX,
+                1024,
+            ),
             ("the largest square", u32::MAX, u32::MAX, 994),
         ];
         for (name, w, h, tokens) in cases {
@@ -253,7 +274,10 @@ mod tests {
     #[test]
     fn worked_example_of_the_module_docs() {
         let f = fit(1, 41).unwrap();
-        assert_eq!((f.width, f.height, f.columns, f.rows, f.tokens), (84, 3528, 2, 84, 254));
+        assert_eq!(
+            (f.width, f.height, f.columns, f.rows, f.tokens),
+            (84, 3528, 2, 84, 254)
+        );
     }
 
     #[test]
@@ -262,7 +286,10 @@ mod tests {
         let err = fit_within(1, 41, 3).unwrap_err();
         assert_eq!(err.passes, 3);
         assert_eq!((err.last.width, err.last.height), (84, 3528));
-        assert_eq!(err.to_string(), "image resize did not converge after 3 iterations");
+        assert_eq!(
+            err.to_string(),
+            "image resize did not converge after 3 iterations"
+        );
         assert!(fit_within(1, 41, 4).is_ok());
     }
 
@@ -281,12 +308,22 @@ mod tests {
             ("small images grow", high, 50, 40, Ok((616, 490))),
             ("at high detail", high, 1000, 800, Ok((1008, 812))),
             ("at low detail", low, 1000, 800, Ok((616, 490))),
-            ("a side past WebP's limit is cut", high, 2048, 1, Ok((16380, 28))),
+            (
+                "a side past WebP's limit is cut",
+                high,
+                2048,
+                1,
+                Ok((16380, 28)),
+            ),
             ("the other way round", high, 1, 2048, Ok((42, 16380))),
             ("at the limit", high, 2048, 2048, Ok((1302, 1302))),
         ];
         for (name, options, w, h, want) in cases {
-            assert_eq!(output_size(w, h, &options, "image[0]").map_err(|e| e.kind), want, "{name}");
+            assert_eq!(
+                output_size(w, h, &options, "image[0]").map_err(|e| e.kind),
+                want,
+                "{name}"
+            );
         }
         let err = output_size(2049, 1, &high, "image[0]").unwrap_err();
         assert_eq!(err.kind, ImageErrorKind::ImageDimensionsTooLarge);

@@ -68,8 +68,8 @@ fn reader(data: &[u8], format: ImageFormat, max_alloc: Option<u64>) -> ImageRead
 
 /// Sniff and read the header (`location` names the image in errors).
 pub fn read_header(data: &[u8], location: &str) -> Result<Header, ImageError> {
-    let format =
-        sniff(data).ok_or_else(|| ImageError::unsupported(ImageErrorKind::UnsupportedMediaType, location))?;
+    let format = sniff(data)
+        .ok_or_else(|| ImageError::unsupported(ImageErrorKind::UnsupportedMediaType, location))?;
     // Reading a header allocates nothing in proportion to the image.
     let mut decoder = reader(data, format, None)
         .into_decoder()
@@ -85,7 +85,11 @@ pub fn read_header(data: &[u8], location: &str) -> Result<Header, ImageError> {
             | image::metadata::Orientation::Rotate90FlipH
             | image::metadata::Orientation::Rotate270FlipH)
     );
-    let (width, height) = if swapped { (height, width) } else { (width, height) };
+    let (width, height) = if swapped {
+        (height, width)
+    } else {
+        (width, height)
+    };
     Ok(Header {
         format,
         width,
@@ -96,9 +100,13 @@ pub fn read_header(data: &[u8], location: &str) -> Result<Header, ImageError> {
 /// Decode (first frame), orient, and flatten onto white as 8-bit RGB.
 fn decode(data: &[u8], header: &Header, location: &str) -> Result<RgbImage, ImageError> {
     let failed = || ImageError::unsupported(ImageErrorKind::EmptyImage, location);
-    let mut decoder = reader(data, header.format, Some(allocation_limit(header.width, header.height)))
-        .into_decoder()
-        .map_err(|_| failed())?;
+    let mut decoder = reader(
+        data,
+        header.format,
+        Some(allocation_limit(header.width, header.height)),
+    )
+    .into_decoder()
+    .map_err(|_| failed())?;
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
@@ -138,9 +146,17 @@ pub fn letterbox(width: u32, height: u32, box_w: u32, box_h: u32) -> (u32, u32, 
 /// Catmull-Rom (bicubic) resampling with fast_image_resize's SIMD convolution; the `image`
 /// crate's scalar resize should it refuse (it never has for 8-bit RGB).
 fn resize(image: &RgbImage, w: u32, h: u32) -> RgbImage {
-    use fast_image_resize::{images::Image, FilterType as Fir, PixelType, ResizeAlg, ResizeOptions, Resizer};
+    use fast_image_resize::{
+        images::Image, FilterType as Fir, PixelType, ResizeAlg, ResizeOptions, Resizer,
+    };
     let fast = || -> Option<RgbImage> {
-        let src = fast_image_resize::images::ImageRef::new(image.width(), image.height(), image.as_raw(), PixelType::U8x3).ok()?;
+        let src = fast_image_resize::images::ImageRef::new(
+            image.width(),
+            image.height(),
+            image.as_raw(),
+            PixelType::U8x3,
+        )
+        .ok()?;
         let mut dst = Image::new(w, h, PixelType::U8x3);
         let options = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(Fir::CatmullRom));
         Resizer::new().resize(&src, &mut dst, &options).ok()?;
@@ -185,7 +201,10 @@ pub fn preprocess_at(
     location: &str,
 ) -> Result<PreprocessedImage, ImageError> {
     if data.is_empty() {
-        return Err(ImageError::unsupported(ImageErrorKind::EmptyImage, location));
+        return Err(ImageError::unsupported(
+            ImageErrorKind::EmptyImage,
+            location,
+        ));
     }
     let header = read_header(data, location)?;
     let (width, height) = output_size(header.width, header.height, options, location)?;
@@ -200,7 +219,10 @@ pub fn preprocess_at(
 }
 
 /// Preprocess one image on its own (errors name it `image[0]`, as the reference's do).
-pub fn preprocess(data: &[u8], options: &PreprocessOptions) -> Result<PreprocessedImage, ImageError> {
+pub fn preprocess(
+    data: &[u8],
+    options: &PreprocessOptions,
+) -> Result<PreprocessedImage, ImageError> {
     preprocess_at(data, options, "image[0]")
 }
 
@@ -212,10 +234,30 @@ mod tests {
     #[test]
     fn letterbox_table() {
         for (name, src, boxed, want) in [
-            ("same aspect fills the box", (900, 100), (1638, 182), (1638, 182, 0, 0)),
-            ("wide image, bars above and below", (600, 300), (770, 392), (770, 385, 0, 3)),
-            ("tall image, bars left and right", (300, 600), (392, 770), (385, 770, 3, 0)),
-            ("a sliver keeps one pixel", (2048, 1), (16380, 28), (16380, 8, 0, 10)),
+            (
+                "same aspect fills the box",
+                (900, 100),
+                (1638, 182),
+                (1638, 182, 0, 0),
+            ),
+            (
+                "wide image, bars above and below",
+                (600, 300),
+                (770, 392),
+                (770, 385, 0, 3),
+            ),
+            (
+                "tall image, bars left and right",
+                (300, 600),
+                (392, 770),
+                (385, 770, 3, 0),
+            ),
+            (
+                "a sliver keeps one pixel",
+                (2048, 1),
+                (16380, 28),
+                (16380, 8, 0, 10),
+            ),
         ] {
             assert_eq!(letterbox(src.0, src.1, boxed.0, boxed.1), want, "{name}");
         }

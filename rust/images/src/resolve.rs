@@ -96,7 +96,10 @@ pub fn check_url(url: &str) -> Result<(), ImageError> {
 pub fn too_large(location: &str, max_bytes: u64) -> ImageError {
     ImageError::new(
         ImageErrorKind::ImageTooLarge,
-        format!("{location}: image file size exceeds limit {} MB", max_bytes / MIB),
+        format!(
+            "{location}: image file size exceeds limit {} MB",
+            max_bytes / MIB
+        ),
     )
 }
 
@@ -151,7 +154,9 @@ pub fn resolve(
                 downloads
                     .get_mut(i)
                     .and_then(Option::take)
-                    .unwrap_or_else(|| Err(ImageError::download(ImageErrorKind::Fetch, &at[i], url)))
+                    .unwrap_or_else(|| {
+                        Err(ImageError::download(ImageErrorKind::Fetch, &at[i], url))
+                    })
             }
             _ => local_bytes(source, &at[i]).unwrap_or_else(|| Ok(Vec::new())),
         };

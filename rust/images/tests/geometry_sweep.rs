@@ -37,7 +37,12 @@ fn tokens(w: u32, h: u32) -> u64 {
 }
 
 fn rows(value: &Value) -> Vec<u64> {
-    value.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
 }
 
 fn check_rows(name: &str, want: &[u64], row: impl Fn(u32) -> u64 + Sync, first: u32) {
@@ -47,7 +52,12 @@ fn check_rows(name: &str, want: &[u64], row: impl Fn(u32) -> u64 + Sync, first: 
         .filter(|&i| row(first + i) != want[i as usize])
         .map(|i| first + i)
         .collect();
-    assert!(bad.is_empty(), "{name}: {} rows differ, the first: {:?}", bad.len(), &bad[..bad.len().min(10)]);
+    assert!(
+        bad.is_empty(),
+        "{name}: {} rows differ, the first: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
 }
 
 #[test]
@@ -58,7 +68,12 @@ fn every_token_count_of_1_to_4096_squared() {
     assert_eq!(size, 4096);
     let want = rows(&grid["crc32_rows"]);
     assert_eq!(want.len(), 4096);
-    check_rows("grid", &want, |w| crc_row((1..=size).map(|h| tokens(w, h))), 1);
+    check_rows(
+        "grid",
+        &want,
+        |w| crc_row((1..=size).map(|h| tokens(w, h))),
+        1,
+    );
 }
 
 #[test]
@@ -70,8 +85,18 @@ fn every_token_count_of_thin_images() {
     let tall = rows(&strips["tall_crc32"]);
     let wide = rows(&strips["wide_crc32"]);
     assert_eq!((tall.len(), wide.len()), (65, 65));
-    check_rows("tall", &tall, |w| crc_row((1..=length).map(|h| tokens(w, h))), 0);
-    check_rows("wide", &wide, |w| crc_row((1..=length).map(|h| tokens(h, w))), 0);
+    check_rows(
+        "tall",
+        &tall,
+        |w| crc_row((1..=length).map(|h| tokens(w, h))),
+        0,
+    );
+    check_rows(
+        "wide",
+        &wide,
+        |w| crc_row((1..=length).map(|h| tokens(h, w))),
+        0,
+    );
 }
 
 #[test]
@@ -81,7 +106,12 @@ fn every_token_count_of_a_preprocessed_size() {
     let count = multiples["count"].as_u64().unwrap() as u32;
     assert_eq!(count, 1170);
     let want = rows(&multiples["crc32_rows"]);
-    check_rows("multiples of 14", &want, |i| crc_row((1..=count).map(|j| tokens(14 * i, 14 * j))), 1);
+    check_rows(
+        "multiples of 14",
+        &want,
+        |i| crc_row((1..=count).map(|j| tokens(14 * i, 14 * j))),
+        1,
+    );
 }
 
 #[test]
@@ -97,7 +127,12 @@ fn written_out_token_counts() {
             bad.push((w, h, want, got));
         }
     }
-    assert!(bad.is_empty(), "{} differ: {:?}", bad.len(), &bad[..bad.len().min(10)]);
+    assert!(
+        bad.is_empty(),
+        "{} differ: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
 }
 
 #[test]
@@ -128,5 +163,10 @@ fn every_recorded_preprocessed_size_and_refusal() {
         }
     }
     assert!(refusals > 1000, "the table holds the too-large refusals");
-    assert!(bad.is_empty(), "{} differ: {:?}", bad.len(), &bad[..bad.len().min(10)]);
+    assert!(
+        bad.is_empty(),
+        "{} differ: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
 }

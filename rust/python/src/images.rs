@@ -116,7 +116,10 @@ pub struct PyImageQuota {
 
 impl PyImageQuota {
     fn get(&self) -> Quota {
-        self.inner.lock().map(|q| *q).unwrap_or_else(|p| *p.into_inner())
+        self.inner
+            .lock()
+            .map(|q| *q)
+            .unwrap_or_else(|p| *p.into_inner())
     }
     /// Add what a completed call recorded (calls of one request are meant to run one after
     /// another; concurrent ones each check the limits against what they saw).
@@ -165,7 +168,11 @@ pub struct PyPreprocessOptions {
 #[pymethods]
 impl PyPreprocessOptions {
     #[new]
-    fn new(detail: &str, max_dimension_px: u32, low_detail_max_dimension_px: u32) -> PyResult<Self> {
+    fn new(
+        detail: &str,
+        max_dimension_px: u32,
+        low_detail_max_dimension_px: u32,
+    ) -> PyResult<Self> {
         Ok(Self {
             inner: geometry::PreprocessOptions {
                 detail: self::detail(detail)?,
@@ -193,7 +200,11 @@ impl PyPreprocessOptions {
 
 /// The image preprocessor (the name is the reference's; this one is the `image` crate's
 /// decoders and WebP encoder): decode, orient, fit, letterbox, WebP.
-#[pyclass(name = "OpenCvImagePreprocessor", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "OpenCvImagePreprocessor",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyOpenCvImagePreprocessor;
 
 #[pymethods]
@@ -233,7 +244,11 @@ struct FetchSettings {
 /// An image fetcher (the name is the reference's; this one downloads with httpx). By default
 /// it connects only to globally routable addresses, each connection pinned to the address
 /// that was checked, every redirect checked again.
-#[pyclass(name = "ReqwestImageFetcher", frozen, module = "deepseek_recipe._native")]
+#[pyclass(
+    name = "ReqwestImageFetcher",
+    frozen,
+    module = "deepseek_recipe._native"
+)]
 pub struct PyReqwestImageFetcher {
     settings: FetchSettings,
     policy: Policy,
@@ -257,8 +272,10 @@ impl PyReqwestImageFetcher {
     /// bytes are no image (a resolve call refuses it anyway).
     fn download(&self, py: Python<'_>, urls: &[String], sniff: bool) -> PyResult<Vec<Outcome>> {
         let module = py.import("deepseek_recipe._fetch")?;
-        let outcomes =
-            module.call_method1("fetch_many", (self.settings_tuple(py)?, urls.to_vec(), sniff))?;
+        let outcomes = module.call_method1(
+            "fetch_many",
+            (self.settings_tuple(py)?, urls.to_vec(), sniff),
+        )?;
         outcomes.extract::<Vec<(String, Option<Vec<u8>>)>>()
     }
 
@@ -268,11 +285,15 @@ impl PyReqwestImageFetcher {
             py,
             [
                 s.max_bytes.into_pyobject(py)?.into_any(),
-                s.filter.as_ref().map_or_else(|| py.None().into_bound(py), |f| f.bind(py).clone()),
+                s.filter
+                    .as_ref()
+                    .map_or_else(|| py.None().into_bound(py), |f| f.bind(py).clone()),
                 PyList::new(py, &s.allowed_networks)?.into_any(),
                 s.connect_timeout.into_pyobject(py)?.into_any(),
                 s.total_timeout.into_pyobject(py)?.into_any(),
-                s.resolver.as_ref().map_or_else(|| py.None().into_bound(py), |f| f.bind(py).clone()),
+                s.resolver
+                    .as_ref()
+                    .map_or_else(|| py.None().into_bound(py), |f| f.bind(py).clone()),
                 s.concurrency.into_pyobject(py)?.into_any(),
                 s.max_redirects.into_pyobject(py)?.into_any(),
             ],
@@ -312,18 +333,30 @@ type Outcome = (String, Option<Vec<u8>>);
 /// The error for a failed download of `url` (image `location`); `in_resolver` because the
 /// reference reports an oversized body as `ImageTooLarge` from `fetch` but as a (retryable)
 /// `Fetch` failure from a resolve call.
-fn outcome_error(outcome: &str, location: &str, url: &str, max_bytes: u64, in_resolver: bool) -> ImageError {
+fn outcome_error(
+    outcome: &str,
+    location: &str,
+    url: &str,
+    max_bytes: u64,
+    in_resolver: bool,
+) -> ImageError {
     let kind = match outcome {
         "too_large" if in_resolver => ImageErrorKind::Fetch,
         "too_large" => {
             return ImageError::new(
                 ImageErrorKind::ImageTooLarge,
-                format!("{location}: image file size exceeds limit {} MB", max_bytes / MIB),
+                format!(
+                    "{location}: image file size exceeds limit {} MB",
+                    max_bytes / MIB
+                ),
             )
         }
         "rejected" => ImageErrorKind::DestinationRejected,
         "client" => ImageErrorKind::Client,
-        other => match other.strip_prefix("status:").and_then(|s| s.parse::<u16>().ok()) {
+        other => match other
+            .strip_prefix("status:")
+            .and_then(|s| s.parse::<u16>().ok())
+        {
             Some(status) => ImageErrorKind::FetchStatus(status),
             None => ImageErrorKind::Fetch,
         },
@@ -417,7 +450,11 @@ impl PyReqwestImageFetcher {
                 self.settings.max_bytes,
                 false,
             ))),
-            None => Err(errors::image(ImageError::download(ImageErrorKind::Fetch, "image[0]", &url))),
+            None => Err(errors::image(ImageError::download(
+                ImageErrorKind::Fetch,
+                "image[0]",
+                &url,
+            ))),
         }
     }
 
@@ -475,7 +512,13 @@ impl PyImageResolver {
             for ((&i, url), (outcome, body)) in wanted.iter().zip(&urls).zip(outcomes) {
                 downloads[i] = Some(match body {
                     Some(body) if outcome == "ok" => Ok(body),
-                    _ => Err(outcome_error(&outcome, &locations[i], url, fetcher.settings.max_bytes, true)),
+                    _ => Err(outcome_error(
+                        &outcome,
+                        &locations[i],
+                        url,
+                        fetcher.settings.max_bytes,
+                        true,
+                    )),
                 });
             }
         }
