@@ -338,7 +338,7 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         prepared = frontend.prepare("chat", raw)  # the direct path's ids, made here (not timed)
         direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
         prompt = encoding.render_conversation(prepared.request.conversation).prompt
-        common = len(os.path.commonprefix([previous_prompt, prompt]))
+        common = len(os.path.commonprefix([previous_prompt, prompt]))  # noqa: RUF071 (characters are what is meant)
         previous_prompt = prompt
         via = asyncio.run(latencies(ports["gateway"], "/v1/chat/completions", [raw]))[0]
         direct = asyncio.run(latencies(ports["engine"], "/v1/completions", [direct_body]))[0]
@@ -364,14 +364,16 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     report.add(f"### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)")
     report.add()
     report.add(
-        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | encode new turn alone ms | added ÷ new turn |"
+        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms "
+        "| encode new turn alone ms | added ÷ new turn |"
     )
     report.add("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         ratio = row["added_ms"] / row["new_turn_encode_ms"]
         report.add(
-            f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} | {row['gateway_ms']:.1f} | "
-            f"{row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |"
+            f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} "
+            f"| {row['gateway_ms']:.1f} | {row['direct_ms']:.1f} | {row['added_ms']:.1f} "
+            f"| {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |"
         )
     added = statistics.median(r["added_ms"] for r in rows)
     alone = statistics.median(r["new_turn_encode_ms"] for r in rows)

@@ -423,7 +423,8 @@ def compare_ids(out: Path, name: str, labels: list[str], results: dict[str, Any]
         item, acc = "?", 0
         for r in results[base]["workloads"][name]["runs"]:
             if i < acc + r["tokens"]:
-                item = f"{r['label']}{'' if 'round' not in r else ' round %d' % r['round']}, token {i - acc}"
+                round_ = "" if "round" not in r else f" round {r['round']}"
+                item = f"{r['label']}{round_}, token {i - acc}"
                 break
             acc += r["tokens"]
         msgs.append(
