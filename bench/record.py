@@ -149,8 +149,12 @@ def new_record(bench: str, started: dt.datetime, command: str, quick: bool) -> d
     }
 
 
+def run_date(record: dict[str, Any]) -> str:
+    return f"{record['date']}{' (quick)' if record.get('quick') else ''}"
+
+
 def run_title(record: dict[str, Any]) -> str:
-    return f"### Run of {record['date']}{' (quick)' if record.get('quick') else ''}"
+    return f"### Run of {run_date(record)}"
 
 
 def render_run(record: dict[str, Any]) -> str:
@@ -206,13 +210,13 @@ def regenerate(results: Path = RESULTS) -> list[Path]:
                 latest[(bench, section)] = record
                 used.add(path)
     for key, bench, section, text in TARGETS:
-        record = latest.get((bench, section))
-        if record is not None and key in record["targets"]:
-            t = record["targets"][key]
+        source = latest.get((bench, section))
+        if source is not None and key in source["targets"]:
+            t = source["targets"][key]
             verdict = "**met**" if t["met"] else "not met"
-            out.append(f"| {text} | {bench} | {t['measured']} | {run_title(record)[11:]} | {verdict} |")
-        elif record is not None:
-            out.append(f"| {text} | {bench} | not measured | {run_title(record)[11:]} | - |")
+            out.append(f"| {text} | {bench} | {t['measured']} | {run_date(source)} | {verdict} |")
+        elif source is not None:
+            out.append(f"| {text} | {bench} | not measured | {run_date(source)} | - |")
         elif text in old_rows:
             out.append(old_rows[text])  # from a run recorded before the JSON files
         else:
@@ -223,10 +227,10 @@ def regenerate(results: Path = RESULTS) -> list[Path]:
         chosen: dict[str, tuple[str, list[str]]] = {}
         headers: dict[str, list[str]] = {}
         for section in sections:
-            record = latest.get((bench, section))
-            if record is not None:
-                chosen[section] = (record["stamp"], record["sections"][section])
-                headers[record["stamp"]] = [run_title(record), "", *record["header"]]
+            source = latest.get((bench, section))
+            if source is not None:
+                chosen[section] = (source["stamp"], source["sections"][section])
+                headers[source["stamp"]] = [run_title(source), "", *source["header"]]
                 continue
             kept = sorted(key for key in carried if key.startswith(f"{bench}/{section}/"))
             if kept:  # from a run recorded before the JSON files
