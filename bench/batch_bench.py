@@ -120,17 +120,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# ray data: {ray_seconds:.2f} s", file=sys.stderr)
     same = ray_table.select(plain.column_names).equals(plain.sort_by("id"))
     marginal_rows = count - half_rows
-    plain_marginal = marginal_rows / max(plain_seconds - half_at, 1e-9)
-    ray_marginal = marginal_rows / max(ray_seconds - ray_half_seconds, 1e-9)
+
+    def past_startup(full: float, half: float) -> float | None:
+        # On a loaded machine the half run can take as long as the full one: no figure then.
+        return marginal_rows / (full - half) if full - half > 0.05 * full else None
+
+    def rate(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.0f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or b is None else f"{a / b:.2f}x"
+
+    plain_marginal = past_startup(plain_seconds, half_at)
+    ray_marginal = past_startup(ray_seconds, ray_half_seconds)
 
     lines = [
         "| path | wall s | requests/s | prompt Mtok/s | ÷ plain | past start-up: requests/s | ÷ plain |",
         "|---|---:|---:|---:|---:|---:|---:|",
         f"| plain loop (1 process) | {plain_seconds:.2f} | {count / plain_seconds:,.0f} | "
-        f"{tokens / plain_seconds / 1e6:.2f} | 1.00x | {plain_marginal:,.0f} | 1.00x |",
+        f"{tokens / plain_seconds / 1e6:.2f} | 1.00x | {rate(plain_marginal)} | "
+        f"{ratio(plain_marginal, plain_marginal)} |",
         f"| Ray Data, {args.concurrency} actors | {ray_seconds:.2f} | {count / ray_seconds:,.0f} | "
-        f"{tokens / ray_seconds / 1e6:.2f} | {plain_seconds / ray_seconds:.2f}x | {ray_marginal:,.0f} | "
-        f"{ray_marginal / plain_marginal:.2f}x |",
+        f"{tokens / ray_seconds / 1e6:.2f} | {plain_seconds / ray_seconds:.2f}x | {rate(ray_marginal)} | "
+        f"{ratio(ray_marginal, plain_marginal)} |",
         "",
         f'{count} requests, {tokens:,} prompt tokens, batches of {args.batch_size}. "Past start-up": the '
         f"second half's requests over the time the full run took beyond the half run ({ray_half_seconds:.1f} s "
@@ -160,7 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plain_past_startup_rps": plain_marginal,
         "ray_past_startup_rps": ray_marginal,
         "ray_over_plain": plain_seconds / ray_seconds,
-        "ray_over_plain_past_startup": ray_marginal / plain_marginal,
+        "ray_over_plain_past_startup": (
+            None if ray_marginal is None or plain_marginal is None else ray_marginal / plain_marginal
+        ),
         "outputs_identical": bool(same),
     }
     print(R.render_run(record))
