@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use deepseek_model::{ModelVersion, ResponseFormat, ToolChoice, ToolDefinition};
-use deepseek_protocol::schema::{self, SchemaUse};
 use deepseek_protocol::tools::{
     apply_tool_choice, output_constraint, strict_tools_active, validate_tool_name, validate_tools,
     DeclaredTool, RequestedToolChoice,
 };
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::{json, Value};
 
 /// (how the schema is used, schema JSON, "ok"/"err", stored schema JSON or error message).

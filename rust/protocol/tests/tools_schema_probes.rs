@@ -8,8 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use deepseek_protocol::schema::{self, SchemaUse};
 use deepseek_protocol::tools::{validate_tools, DeclaredTool};
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::Value;
 
 const PROBED: &[(&str, &str, &str, &str)] = &[
