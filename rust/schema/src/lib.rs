@@ -1,6 +1,6 @@
 //! The JSON-schema rules for schemas carried by requests: function-tool `parameters` and
-//! `json_schema` response formats (`rust/protocol/tests/tools_rules.rs`,
-//! `rust/protocol/tests/tools_schema_probes.rs`). A non-strict schema is checked against the
+//! `json_schema` response formats (`tests/reference_cases.rs` over `tests/fixtures/*.jsonl`,
+//! outcomes recorded from the reference). A non-strict schema is checked against the
 //! JSON-Schema meta-schema ([`meta`], with the `pattern` regex verdicts of [`regex`]) and then
 //! kept verbatim; a strict one is read into a restricted model, checked and re-written
 //! ([`strict`]). Errors are [`ConversionError`]s with the reference's exact texts.
