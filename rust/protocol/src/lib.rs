@@ -15,7 +15,6 @@ pub mod messages;
 mod placeholder_text;
 pub mod reply;
 pub mod responses;
-pub mod schema;
 mod text_or_list;
 pub mod thinking;
 pub mod tools;

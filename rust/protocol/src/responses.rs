@@ -16,10 +16,10 @@ use deepseek_model::{
     Message, ParsingOptions, ReasoningContentBehavior, ResponseFormat, Role, SpecialToken,
     ThinkingInitialStage, ToolChoice, ToolDefinition,
 };
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::Value;
 
 use crate::reply::responses::{ReportedSettings, RequestReply};
-use crate::schema::{self, SchemaUse};
 use crate::tools::RequestedToolChoice;
 use crate::{intake, thinking, tools, ProtocolError};
 
