@@ -48,6 +48,28 @@ class ImageError(Exception):
 class CalcResizeError(ValueError):
     """An image size that cannot be fitted to the model's grid."""
 
+TokenizerErrorKind: TypeAlias = Literal["load", "no_tokenizer", "missing_special_token", "invalid_range", "encode"]
+StreamErrorKind: TypeAlias = Literal["finished", "closed", "no_tokenizer", "logprob_count"]
+ConsumedErrorKind: TypeAlias = Literal["request", "generator", "chunk"]
+
+class TokenizerError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a tokenizer that cannot be loaded,
+    or a prompt it cannot encode."""
+
+    kind: TokenizerErrorKind
+
+class StreamError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a ``StreamProcessor`` call after
+    completion or close, or a chunk it cannot take."""
+
+    kind: StreamErrorKind
+
+class ConsumedError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a request, chunk generator or
+    event used after a call consumed it."""
+
+    kind: ConsumedErrorKind
+
 @final
 class SpecialToken:
     """One template token of the DeepSeek V4 family."""
@@ -600,7 +622,7 @@ class ChatCompletionResponse:
 
     def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: ChatCompletionChunk) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: ChatCompletionChunk) -> None:
@@ -677,9 +699,9 @@ class StreamProcessor:
     def finished(self) -> bool:
         """The stream completed (finish chunk, stop sequence or ``finish()``) and is not closed."""
     def push(self, chunk: InferenceChunk) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
-        """Process one chunk. Raises ``RuntimeError`` after completion or close, and on stream
-        errors (a ``tokens`` chunk without a tokenizer, a logprob count that differs from the
-        id count), which close the processor."""
+        """Process one chunk. Raises ``StreamError`` (a ``RuntimeError``) after completion or
+        close, and on stream errors (a ``tokens`` chunk without a tokenizer, a logprob count that
+        differs from the id count), which close the processor."""
     def finish(self) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
         """Flush and complete the stream; ``[]`` once completed."""
     def close(self) -> None:
@@ -700,10 +722,10 @@ class ResponsesRequest:
     def chunk_generator(request: ConversationRequest, id: str, model: str) -> ResponsesChunkGenerator:
         """The Responses generator for ``request``: it reports the request's own settings."""
     def echo(self) -> ResponsesEcho:
-        """The settings response objects report. Raises ``RuntimeError`` after ``convert``."""
+        """The settings response objects report. Raises ``ConsumedError`` after ``convert``."""
     def namespace_tool_map(self, options: ConversionOptions) -> dict[str, tuple[str, str]]:
         """Flattened namespaced function names mapped to ``(namespace, local name)``. Raises
-        ``ConversionError`` for an invalid tool declaration, ``RuntimeError`` after ``convert``."""
+        ``ConversionError`` for an invalid tool declaration, ``ConsumedError`` after ``convert``."""
 
 @final
 class ResponsesChunkGenerator:
@@ -746,7 +768,7 @@ class ResponsesResponse:
         cls, id: str, model: str, created_at: int, prompt_tokens: int, prompt_cache_hit_tokens: int
     ) -> Self: ...
     def accumulate(self, chunk: ResponsesStreamEvent) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: ResponsesStreamEvent) -> str:
@@ -787,7 +809,7 @@ class MessagesResponse:
 
     def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: MessagesStreamEvent) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: MessagesStreamEvent) -> str:

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use deepseek_model::{ModelVersion, SpecialTokens};
 use deepseek_render::{render, RenderedPrompt};
 use deepseek_tokenize::{PromptIds, Tokenizer};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -79,10 +78,7 @@ impl Encoder {
     }
 
     fn prompt_ids(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<PromptIds> {
-        let tokenizer = self
-            .tokenizer
-            .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
+        let tokenizer = self.tokenizer.clone().ok_or_else(errors::no_tokenizer)?;
         py.detach(|| {
             let prompt = render(&conversation.inner, self.version, &self.special_tokens);
             tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)

@@ -25,7 +25,7 @@ impl PyTokenizer {
         // so the text can be kept for pickling.
         let text = py
             .detach(|| std::fs::read_to_string(&path))
-            .map_err(|error| pyo3::exceptions::PyRuntimeError::new_err(error.to_string()))?;
+            .map_err(|error| errors::tokenizer_unreadable(&error))?;
         Self::from_str(py, &text)
     }
 

@@ -1,0 +1,283 @@
+"""The Python API's own promises beyond the reference's names: typed errors with a ``kind``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deepseek_recipe as dr
+
+MODEL = "DeepSeek-V4-Pro"
+CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES = {"model": MODEL, "input": "hi"}
+MESSAGES = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+CONVERSATION = dr.Conversation([dr.UserMessage("hi")])
+
+# -- typed errors --------------------------------------------------------------------------------
+
+# Each failure: what raises it, the typed class, its kind, and the message the 0.2.0 wheel gives
+# (recorded from the wheel, where every one of them is a plain RuntimeError).
+Case = tuple[str, Callable[[dr.Tokenizer], object], type[RuntimeError], str, str]
+
+
+def _converted(body: dict[str, Any] = CHAT) -> dr.ConversationRequest:
+    return dr.ChatCompletionRequest(body).convert(dr.ConversionOptions())
+
+
+def _consumed_request(
+    cls: type[Any], body: dict[str, Any], use: Callable[[Any], object]
+) -> Callable[[dr.Tokenizer], object]:
+    def run(_: dr.Tokenizer) -> object:
+        request = cls(body)
+        request.convert(dr.ConversionOptions())
+        return use(request)
+
+    return run
+
+
+def _convert(request: Any) -> object:
+    return request.convert(dr.ConversionOptions())
+
+
+def _processor(tokenizer: dr.Tokenizer | None) -> dr.StreamProcessor:
+    converted = _converted()
+    generator = dr.ChatCompletionRequest.chunk_generator(converted, "chatcmpl-1", MODEL)
+    return dr.StreamProcessor(generator, converted.parsing_options, tokenizer)
+
+
+def _after_finish(tokenizer: dr.Tokenizer) -> object:
+    processor = _processor(tokenizer)
+    processor.push(dr.InferenceChunk.ready())
+    processor.finish()
+    return processor.push(dr.InferenceChunk.text("x"))
+
+
+def _after_close(tokenizer: dr.Tokenizer) -> object:
+    processor = _processor(tokenizer)
+    processor.close()
+    return processor.push(dr.InferenceChunk.text("x"))
+
+
+def _generator_twice(tokenizer: dr.Tokenizer) -> object:
+    converted = _converted()
+    generator = dr.ChatCompletionRequest.chunk_generator(converted, "chatcmpl-1", MODEL)
+    dr.StreamProcessor(generator, converted.parsing_options, tokenizer)
+    return dr.StreamProcessor(generator, converted.parsing_options, tokenizer)
+
+
+def _responses_generator_twice(_: dr.Tokenizer) -> object:
+    converted = dr.ResponsesRequest(RESPONSES).convert(dr.ConversionOptions())
+    generator = dr.ResponsesRequest.chunk_generator(converted, "resp_1", MODEL)
+    generator.with_echo(dr.ResponsesEcho())
+    return generator.with_namespace_tool_map({})
+
+
+def _messages_generator_twice(_: dr.Tokenizer) -> object:
+    generator = dr.MessagesChunkGenerator("msg_1", MODEL, False)
+    generator.with_signature("s")
+    return generator.with_signature("s")
+
+
+_REQUEST_CLASSES: dict[str, type[Any]] = {
+    "chat": dr.ChatCompletionRequest,
+    "responses": dr.ResponsesRequest,
+    "messages": dr.MessagesRequest,
+}
+_BODIES: dict[str, dict[str, Any]] = {"chat": CHAT, "responses": RESPONSES, "messages": MESSAGES}
+
+
+def _events(protocol: str, tokenizer: dr.Tokenizer) -> list[Any]:
+    cls = _REQUEST_CLASSES[protocol]
+    converted = cls(_BODIES[protocol]).convert(dr.ConversionOptions())
+    processor = dr.StreamProcessor(cls.chunk_generator(converted, "id-1", MODEL), converted.parsing_options, tokenizer)
+    return processor.push(dr.InferenceChunk.ready()) + processor.push(dr.InferenceChunk.text("hello", 1))
+
+
+_RESPONSE_CLASSES: dict[str, Any] = {
+    "chat": dr.ChatCompletionResponse,
+    "responses": dr.ResponsesResponse,
+    "messages": dr.MessagesResponse,
+}
+
+
+def _chunk_used(protocol: str, use: str) -> Callable[[dr.Tokenizer], object]:
+    def run(tokenizer: dr.Tokenizer) -> object:
+        events = _events(protocol, tokenizer)
+        response = _RESPONSE_CLASSES[protocol]("id-1", MODEL, 0, 1, 0)
+        response.accumulate(events[0])
+        if use == "accumulate":
+            return response.accumulate(events[0])
+        if use == "to_json":
+            return events[0].to_json()
+        return _RESPONSE_CLASSES[protocol].sse_event_name(events[0])
+
+    return run
+
+
+CONSUMED_REQUEST = "protocol request has been consumed"
+CONSUMED_GENERATOR = "chunk generator has been consumed"
+CONSUMED_CHUNK = "protocol chunk has been consumed"
+
+ERROR_CASES: list[Case] = [
+    (
+        "load: missing file",
+        lambda _: dr.Tokenizer.from_file("/nonexistent/tokenizer.json"),
+        dr.TokenizerError,
+        "load",
+        "No such file or directory (os error 2)",
+    ),
+    (
+        "load: a directory",
+        lambda _: dr.Tokenizer.from_file("/"),
+        dr.TokenizerError,
+        "load",
+        "Is a directory (os error 21)",
+    ),
+    (
+        "load: not JSON",
+        lambda _: dr.Tokenizer.from_str("{not json"),
+        dr.TokenizerError,
+        "load",
+        "key must be a string at line 1 column 2",
+    ),
+    (
+        "load: no model",
+        lambda _: dr.Tokenizer.from_str("{}"),
+        dr.TokenizerError,
+        "load",
+        "Model missing. at line 1 column 2",
+    ),
+    (
+        "encode without a tokenizer",
+        lambda _: dr.DeepseekV4Encoding().encode(CONVERSATION),
+        dr.TokenizerError,
+        "no_tokenizer",
+        "no tokenizer is attached to the encoding",
+    ),
+    (
+        "V4.1 prompt, V4 vocabulary",
+        lambda tok: dr.DeepseekV41Encoding().with_tokenizer(tok).encode(CONVERSATION),
+        dr.TokenizerError,
+        "missing_special_token",
+        'failed to encode conversation: special token "<｜System｜>" is not in the added vocabulary',
+    ),
+    (
+        "a spelling outside the vocabulary",
+        lambda tok: dr.DeepseekV4Encoding()
+        .with_tokenizer(tok)
+        .with_special_tokens(dr.SpecialTokens(user="<|nope|>"))
+        .encode(CONVERSATION),
+        dr.TokenizerError,
+        "missing_special_token",
+        'failed to encode conversation: special token "<|nope|>" is not in the added vocabulary',
+    ),
+    ("push after finish", _after_finish, dr.StreamError, "finished", "stream processor has finished"),
+    ("push after close", _after_close, dr.StreamError, "closed", "stream processor is closed"),
+    (
+        "tokens without a tokenizer",
+        lambda _: _processor(None).push(dr.InferenceChunk.tokens([1, 2])),
+        dr.StreamError,
+        "no_tokenizer",
+        "token chunk received without a tokenizer",
+    ),
+    (
+        "a logprob per id",
+        lambda tok: _processor(tok).push(dr.InferenceChunk.tokens([1, 2], [(0.0, [])])),
+        dr.StreamError,
+        "logprob_count",
+        "invalid log probabilities: 1 log probabilities for 2 token IDs",
+    ),
+    (
+        "chat: convert twice",
+        _consumed_request(dr.ChatCompletionRequest, CHAT, _convert),
+        dr.ConsumedError,
+        "request",
+        CONSUMED_REQUEST,
+    ),
+    (
+        "chat: model after convert",
+        _consumed_request(dr.ChatCompletionRequest, CHAT, lambda r: r.model),
+        dr.ConsumedError,
+        "request",
+        CONSUMED_REQUEST,
+    ),
+    (
+        "responses: convert twice",
+        _consumed_request(dr.ResponsesRequest, RESPONSES, _convert),
+        dr.ConsumedError,
+        "request",
+        CONSUMED_REQUEST,
+    ),
+    (
+        "responses: echo after convert",
+        _consumed_request(dr.ResponsesRequest, RESPONSES, lambda r: r.echo()),
+        dr.ConsumedError,
+        "request",
+        CONSUMED_REQUEST,
+    ),
+    (
+        "messages: convert twice",
+        _consumed_request(dr.MessagesRequest, MESSAGES, _convert),
+        dr.ConsumedError,
+        "request",
+        CONSUMED_REQUEST,
+    ),
+    ("chat: generator twice", _generator_twice, dr.ConsumedError, "generator", CONSUMED_GENERATOR),
+    ("responses: generator twice", _responses_generator_twice, dr.ConsumedError, "generator", CONSUMED_GENERATOR),
+    ("messages: generator twice", _messages_generator_twice, dr.ConsumedError, "generator", CONSUMED_GENERATOR),
+    *[
+        (f"{protocol}: chunk {use}", _chunk_used(protocol, use), dr.ConsumedError, "chunk", CONSUMED_CHUNK)
+        for protocol in ("chat", "responses", "messages")
+        for use in ("accumulate", "to_json", "sse_event_name")
+    ],
+]
+
+
+@pytest.mark.parametrize(("name", "call", "cls", "kind", "message"), ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_typed_errors(
+    tokenizer: dr.Tokenizer,
+    name: str,
+    call: Callable[[dr.Tokenizer], object],
+    cls: type[RuntimeError],
+    kind: str,
+    message: str,
+) -> None:
+    with pytest.raises(cls) as caught:
+        call(tokenizer)
+    error = caught.value
+    assert type(error) is cls
+    assert getattr(error, "kind", None) == kind
+    assert isinstance(error, RuntimeError)  # what the reference raises: old handlers still catch it
+    assert str(error) == message
+
+
+def test_every_kind_of_each_family_is_covered() -> None:
+    """The kinds the stub declares are the kinds the cases reach (``invalid_range`` and
+    ``encode`` excepted: the renderer never writes bad ranges, and the BPE does not fail)."""
+    covered = {(cls.__name__, kind) for _, _, cls, kind, _ in ERROR_CASES}
+    stub = (Path(dr._native.__file__).with_name("_native.pyi")).read_text(encoding="utf-8")
+    for family in ("TokenizerError", "StreamError", "ConsumedError"):
+        declared = re.search(rf"^{family}Kind: TypeAlias = Literal\[(.*)\]$", stub, re.MULTILINE)
+        assert declared is not None, family
+        kinds = set(re.findall(r'"(\w+)"', declared.group(1)))
+        unreachable = {"invalid_range", "encode"} if family == "TokenizerError" else set()
+        assert kinds - unreachable == {k for f, k in covered if f == family}, family
+
+
+def test_typed_errors_are_the_builtins_the_reference_raises() -> None:
+    for cls in (dr.TokenizerError, dr.StreamError, dr.ConsumedError):
+        assert issubclass(cls, RuntimeError) and not issubclass(cls, dr.ConversionError)
+        assert cls.__module__ == dr.ConversionError.__module__
+    assert len({dr.TokenizerError, dr.StreamError, dr.ConsumedError}) == 3
+
+
+def test_other_errors_keep_their_classes() -> None:
+    with pytest.raises(ValueError) as caught:
+        dr.ChatCompletionRequest(b"{not json")
+    assert type(caught.value) is ValueError
+    with pytest.raises(TypeError, match="expected a protocol chunk generator"):
+        dr.StreamProcessor(object(), dr.ParsingOptions())  # type: ignore[arg-type]
