@@ -1,8 +1,13 @@
-"""The Python API's own promises beyond the reference's names: typed errors with a ``kind``."""
+"""The Python API's own promises beyond the reference's names: typed errors with a ``kind``,
+``RenderedPrompt.encode`` and the encoding chosen by the model version."""
 
 from __future__ import annotations
 
+import json
+import pickle
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +15,7 @@ from typing import Any
 import pytest
 
 import deepseek_recipe as dr
+from tests.conformance import probe
 
 MODEL = "DeepSeek-V4-Pro"
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
@@ -167,13 +173,22 @@ ERROR_CASES: list[Case] = [
     ),
     (
         "a spelling outside the vocabulary",
-        lambda tok: dr.DeepseekV4Encoding()
-        .with_tokenizer(tok)
-        .with_special_tokens(dr.SpecialTokens(user="<|nope|>"))
-        .encode(CONVERSATION),
+        lambda tok: (
+            dr.DeepseekV4Encoding()
+            .with_tokenizer(tok)
+            .with_special_tokens(dr.SpecialTokens(user="<|nope|>"))
+            .encode(CONVERSATION)
+        ),
         dr.TokenizerError,
         "missing_special_token",
         'failed to encode conversation: special token "<|nope|>" is not in the added vocabulary',
+    ),
+    (
+        "rendered prompt, V4 vocabulary",
+        lambda tok: dr.DeepseekV41Encoding().render_conversation(CONVERSATION).encode(tok),
+        dr.TokenizerError,
+        "missing_special_token",
+        'failed to encode conversation: special token "<｜System｜>" is not in the added vocabulary',
     ),
     ("push after finish", _after_finish, dr.StreamError, "finished", "stream processor has finished"),
     ("push after close", _after_close, dr.StreamError, "closed", "stream processor is closed"),
@@ -281,3 +296,107 @@ def test_other_errors_keep_their_classes() -> None:
     assert type(caught.value) is ValueError
     with pytest.raises(TypeError, match="expected a protocol chunk generator"):
         dr.StreamProcessor(object(), dr.ParsingOptions())  # type: ignore[arg-type]
+
+
+# -- RenderedPrompt.encode -----------------------------------------------------------------------
+
+
+def _conformance_conversations() -> list[tuple[str, dr.ConversationRequest, dict[str, str] | None]]:
+    out = []
+    for path in sorted((Path(__file__).parent / "conformance" / "requests").glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))["case"]
+        try:
+            options = probe.build_options(dr, case.get("options"))  # type: ignore[no-untyped-call]
+            request = getattr(dr, probe.request_class(dr, case["protocol"]))(probe.body_arg(case))  # type: ignore[no-untyped-call]
+            converted = request.convert(options)
+        except (ValueError, TypeError, OverflowError, RuntimeError, dr.ConversionError):
+            continue  # the corpus checks these failures; only converted requests matter here
+        out.append((path.stem, converted, (case.get("options") or {}).get("special_tokens")))
+    return out
+
+
+def test_rendered_prompt_encodes_like_the_encoding(tokenizer: dr.Tokenizer) -> None:
+    """Over every conformance request: ids of the rendered prompt = the encoding's ids."""
+    compared = failed = 0
+    for case_id, converted, special in _conformance_conversations():
+        encoding = converted.model_version.encoding()
+        if special is not None:
+            encoding = encoding.with_special_tokens(dr.SpecialTokens(**special))
+        rendered = encoding.render_conversation(converted.conversation)
+        try:
+            whole = encoding.with_tokenizer(tokenizer).encode(converted.conversation)
+        except dr.TokenizerError as error:
+            with pytest.raises(dr.TokenizerError) as again:
+                rendered.encode(tokenizer)
+            assert (str(again.value), again.value.kind) == (str(error), error.kind), case_id
+            failed += 1
+            continue
+        assert rendered.encode(tokenizer) == whole, case_id
+        assert rendered.encode_ids(tokenizer).tolist() == whole, case_id
+        compared += 1
+    assert compared > 400 and failed > 100, (compared, failed)  # V4 prompts, and V4.1 ones it refuses
+
+
+def test_rendered_prompt_encode_takes_only_a_tokenizer() -> None:
+    rendered = dr.DeepseekV4Encoding().render_conversation(CONVERSATION)
+    with pytest.raises(TypeError, match="argument 'tokenizer'"):
+        rendered.encode("tokenizer.json")  # type: ignore[arg-type]
+
+
+def test_tokenizer_encode_ordinary_and_decode_are_public(tokenizer: dr.Tokenizer) -> None:
+    stub = (Path(dr._native.__file__).with_name("_native.pyi")).read_text(encoding="utf-8")
+    assert "def encode_ordinary(self, text: str) -> list[int]:" in stub
+    assert "def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:" in stub
+    ids = tokenizer.encode_ordinary("<｜User｜>hi")
+    assert ids != tokenizer.encode("<｜User｜>hi") and tokenizer.decode(ids) == "<｜User｜>hi"
+
+
+# -- the encoding of a model version -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "cls", "name"),
+    [
+        (dr.ModelVersion.DeepseekV4Pro, dr.DeepseekV4Encoding, "DeepseekV4Pro"),
+        (dr.ModelVersion.DeepseekV41Flash, dr.DeepseekV41Encoding, "DeepseekV41Flash"),
+    ],
+)
+def test_model_version_picks_its_encoding(version: dr.ModelVersion, cls: type[object], name: str) -> None:
+    encoding = version.encoding()
+    assert type(encoding) is cls
+    assert encoding.model_version == version and version.name == name
+    assert getattr(dr.ModelVersion, version.name) == version
+    assert pickle.loads(pickle.dumps(version)) == version
+    explicit: Any = cls()
+    assert encoding.render_conversation(CONVERSATION).prompt == explicit.render_conversation(CONVERSATION).prompt
+
+
+def test_every_model_version_has_an_encoding() -> None:
+    versions = {v for v in vars(dr.ModelVersion).values() if isinstance(v, dr.ModelVersion)}
+    assert versions == set(dr.ConversionOptions().model_versions_by_name.values())
+    assert {type(v.encoding()) for v in versions} == {dr.DeepseekV4Encoding, dr.DeepseekV41Encoding}
+
+
+def test_no_python_module_picks_an_encoding_by_hand() -> None:
+    package = Path(dr.__file__).parent
+    for path in package.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for spelled in ("DeepseekV4Encoding()", "DeepseekV41Encoding()", '"DeepseekV4Pro"', '"DeepseekV41Flash"'):
+            assert spelled not in text, (path.name, spelled)
+
+
+def test_cli_renders_with_the_request_s_encoding() -> None:
+    body = {"model": "DeepSeek-V4.1-Flash", "messages": [{"role": "user", "content": "hi"}]}
+    out = subprocess.run(
+        [sys.executable, "-m", "deepseek_recipe", "render", "-"],
+        input=json.dumps(body),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    conversation = _converted(body).conversation
+    v41 = dr.DeepseekV41Encoding().render_conversation(conversation).prompt
+    assert v41 != dr.DeepseekV4Encoding().render_conversation(conversation).prompt
+    assert out.stdout.replace("[[", "").replace("]]", "") == v41 + "\n"

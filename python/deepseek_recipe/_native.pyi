@@ -392,6 +392,10 @@ class RenderedPrompt:
         """Ascending, disjoint, half-open code-point ranges of template tokens."""
     @property
     def image_sources(self) -> list[ImageSource]: ...
+    def encode(self, tokenizer: Tokenizer) -> list[int]:
+        """Ours: this prompt's ids without rendering again (what the encoding's ``encode`` gives)."""
+    def encode_ids(self, tokenizer: Tokenizer) -> TokenIds:
+        """Ours: ``encode``, with the ids held by the core."""
 
 @final
 class DeepseekV4Encoding:
@@ -405,6 +409,9 @@ class DeepseekV4Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    @property
+    def model_version(self) -> ModelVersion:
+        """Ours: the model version whose prompt format this is."""
 
 @final
 class DeepseekV41Encoding:
@@ -418,6 +425,9 @@ class DeepseekV41Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    @property
+    def model_version(self) -> ModelVersion:
+        """Ours: the model version whose prompt format this is."""
 
 @final
 class TokenIds:
@@ -462,6 +472,11 @@ class ModelVersion:
     DeepseekV4Pro: ModelVersion
     DeepseekV41Flash: ModelVersion
     def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
+    @property
+    def name(self) -> Literal["DeepseekV4Pro", "DeepseekV41Flash"]:
+        """Ours: the member's name, like a Python enum's."""
+    def encoding(self) -> DeepseekV4Encoding | DeepseekV41Encoding:
+        """Ours: a new encoding of this version's prompt format (no tokenizer, default tokens)."""
 
 @final
 class ConversionOptions:

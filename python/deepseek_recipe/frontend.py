@@ -59,6 +59,7 @@ from deepseek_recipe._native import (
     SystemMessage,
     TokenIds,
     Tokenizer,
+    TokenizerError,
     ToolCall,
     ToolMessage,
     UserMessage,
@@ -331,14 +332,7 @@ class Frontend:
         options = options if options is not None else ConversionOptions()
         self.context_limit = context_limit
         special = options.special_tokens
-        self._encodings: dict[ModelVersion, Encoding] = {
-            ModelVersion.DeepseekV4Pro: DeepseekV4Encoding()
-            .with_tokenizer(self.tokenizer)
-            .with_special_tokens(special),
-            ModelVersion.DeepseekV41Flash: DeepseekV41Encoding()
-            .with_tokenizer(self.tokenizer)
-            .with_special_tokens(special),
-        }
+        self._special_tokens = special
         served = {name: v for name, v in options.model_versions_by_name.items() if self._can_encode(v)}
         self.options = options.with_model_versions_by_name(served)
         eos = self.tokenizer.encode(special.token(SpecialToken.Eos))
@@ -350,8 +344,8 @@ class Frontend:
         return sorted(self.options.model_versions_by_name)
 
     def encoding(self, version: ModelVersion) -> Encoding:
-        """The prompt format of ``version``, with this frontend's tokenizer."""
-        return self._encodings[version]
+        """The prompt format of ``version``, with this frontend's tokenizer and special tokens."""
+        return version.encoding().with_tokenizer(self.tokenizer).with_special_tokens(self._special_tokens)
 
     def _can_encode(self, version: ModelVersion) -> bool:
         """Whether every template token ``version`` writes is in the tokenizer's vocabulary."""
@@ -366,8 +360,8 @@ class Frontend:
             ]
         )
         try:
-            self._encodings[version].encode(probe)
-        except RuntimeError:
+            self.encoding(version).encode(probe)
+        except TokenizerError:
             return False
         return True
 
@@ -391,7 +385,7 @@ class Frontend:
         call it off an event loop.
         """
         converted, model, wiring = self._convert(protocol, body)
-        ids = self._encodings[converted.model_version].encode_ids(converted.conversation)
+        ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
         images = self._images(converted)
         image_tokens = images.image_token_adjustment() if images is not None else 0
         max_tokens = converted.resolve_max_tokens(len(ids) + image_tokens, self.context_limit)
@@ -432,7 +426,7 @@ class Frontend:
     def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
         """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""
         converted = self._convert(protocol, body).request
-        return len(self._encodings[converted.model_version].encode_ids(converted.conversation))
+        return len(self.encoding(converted.model_version).encode_ids(converted.conversation))
 
 
 class _Converted(NamedTuple):

@@ -54,6 +54,7 @@ from deepseek_recipe._native import (
     OutputConstraint,
     ResponsesRequest,
     SystemMessage,
+    TokenizerError,
     ToolDefinition,
     __version__,
     block_hashes,
@@ -352,8 +353,8 @@ class Inspector:
         if ids is None:
             # Refused, yet it renders: say why this tokenizer could not encode it, if it cannot.
             try:
-                encoding.encode(converted.conversation)
-            except RuntimeError as error:
+                rendered.encode(self.tokenizer)
+            except TokenizerError as error:
                 answer["encode_error"] = str(error)
         lookalikes = self._lookalikes(prompt, ranges)
         answer.update(
