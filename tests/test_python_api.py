@@ -1,9 +1,10 @@
 """The Python API's own promises beyond the reference's names: typed errors with a ``kind``,
-``RenderedPrompt.encode`` and the encoding chosen by the model version."""
+``RenderedPrompt.encode``, the encoding chosen by the model version and ``os.PathLike`` paths."""
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 import deepseek_recipe as dr
+from deepseek_recipe.batch import PrepareBatch
 from tests.conformance import probe
 
 MODEL = "DeepSeek-V4-Pro"
@@ -138,7 +140,7 @@ ERROR_CASES: list[Case] = [
     ),
     (
         "load: a directory",
-        lambda _: dr.Tokenizer.from_file("/"),
+        lambda _: dr.Tokenizer.from_file(Path("/")),
         dr.TokenizerError,
         "load",
         "Is a directory (os error 21)",
@@ -400,3 +402,31 @@ def test_cli_renders_with_the_request_s_encoding() -> None:
     v41 = dr.DeepseekV41Encoding().render_conversation(conversation).prompt
     assert v41 != dr.DeepseekV4Encoding().render_conversation(conversation).prompt
     assert out.stdout.replace("[[", "").replace("]]", "") == v41 + "\n"
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+class _PathLike:
+    """An ``os.PathLike`` that is not a ``pathlib.Path``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+def test_tokenizer_from_file_takes_path_like(tokenizer: dr.Tokenizer) -> None:
+    path = dr.default_tokenizer_path()
+    for given in (path, str(path), _PathLike(str(path))):
+        loaded = dr.Tokenizer.from_file(given)
+        assert loaded.encode("Hello <｜User｜>") == tokenizer.encode("Hello <｜User｜>")
+    assert isinstance(_PathLike(""), os.PathLike)
+
+
+def test_prepare_batch_takes_a_tokenizer_path() -> None:
+    stage = PrepareBatch(tokenizer=dr.default_tokenizer_path())
+    out = stage({"body": [json.dumps(CHAT)]})
+    assert out["error"] == [None] and out["prompt_tokens"][0] > 0
+    assert pickle.loads(pickle.dumps(stage)).frontend.tokenizer.encode("x") == stage.frontend.tokenizer.encode("x")

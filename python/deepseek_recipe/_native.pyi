@@ -1,6 +1,7 @@
 """Type stubs for the Rust extension ``deepseek_recipe._native`` (checked by mypy.stubtest)."""
 
 from collections.abc import Callable, Iterator, Sequence
+from os import PathLike
 from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import Buffer, Self, disjoint_base
@@ -838,7 +839,8 @@ class Tokenizer:
     """A Hugging Face ``tokenizer.json``."""
 
     @staticmethod
-    def from_file(path: str) -> Tokenizer: ...
+    def from_file(path: str | PathLike[str]) -> Tokenizer:
+        """Load a ``tokenizer.json`` (ours: ``path`` may be any ``os.PathLike``)."""
     @staticmethod
     def from_str(text: str) -> Tokenizer: ...
     def __reduce__(self) -> tuple[Any, tuple[str]]:

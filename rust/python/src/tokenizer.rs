@@ -19,6 +19,7 @@ pub struct PyTokenizer {
 
 #[pymethods]
 impl PyTokenizer {
+    /// Load a `tokenizer.json` from `path` (a `str` or `os.PathLike`).
     #[staticmethod]
     fn from_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
         // Read here (the message of a failed read is the one `Tokenizer::from_file` gives),
