@@ -86,6 +86,8 @@ OURS = {
     "TokenizerError",
     "StreamError",
     "ConsumedError",
+    # What the three request classes share, as one type.
+    "ProtocolRequest",
 }
 
 

@@ -1,5 +1,6 @@
 """The Python API's own promises beyond the reference's names: typed errors with a ``kind``,
-``RenderedPrompt.encode``, the encoding chosen by the model version and ``os.PathLike`` paths."""
+``RenderedPrompt.encode``, the encoding chosen by the model version, ``os.PathLike`` paths and
+the ``ProtocolRequest`` type."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _converted(body: dict[str, Any] = CHAT) -> dr.ConversationRequest:
 
 
 def _consumed_request(
-    cls: type[Any], body: dict[str, Any], use: Callable[[Any], object]
+    cls: type[dr.ProtocolRequest], body: dict[str, Any], use: Callable[[Any], object]
 ) -> Callable[[dr.Tokenizer], object]:
     def run(_: dr.Tokenizer) -> object:
         request = cls(body)
@@ -47,7 +48,7 @@ def _consumed_request(
     return run
 
 
-def _convert(request: Any) -> object:
+def _convert(request: dr.ProtocolRequest) -> object:
     return request.convert(dr.ConversionOptions())
 
 
@@ -90,7 +91,7 @@ def _messages_generator_twice(_: dr.Tokenizer) -> object:
     return generator.with_signature("s")
 
 
-_REQUEST_CLASSES: dict[str, type[Any]] = {
+_REQUEST_CLASSES: dict[str, type[dr.ProtocolRequest]] = {
     "chat": dr.ChatCompletionRequest,
     "responses": dr.ResponsesRequest,
     "messages": dr.MessagesRequest,
@@ -430,3 +431,59 @@ def test_prepare_batch_takes_a_tokenizer_path() -> None:
     out = stage({"body": [json.dumps(CHAT)]})
     assert out["error"] == [None] and out["prompt_tokens"][0] > 0
     assert pickle.loads(pickle.dumps(stage)).frontend.tokenizer.encode("x") == stage.frontend.tokenizer.encode("x")
+
+
+# -- ProtocolRequest -----------------------------------------------------------------------------
+
+# Checked by mypy (strict, tests included): each request class is a ProtocolRequest.
+REQUEST_TYPES: tuple[type[dr.ProtocolRequest], ...] = (
+    dr.ChatCompletionRequest,
+    dr.ResponsesRequest,
+    dr.MessagesRequest,
+)
+
+
+def _model_of(request: dr.ProtocolRequest) -> str:
+    return request.model
+
+
+@pytest.mark.parametrize(("cls", "body"), list(zip(REQUEST_TYPES, (CHAT, RESPONSES, MESSAGES))))
+def test_request_classes_are_protocol_requests(cls: type[dr.ProtocolRequest], body: dict[str, Any]) -> None:
+    request = cls(body)
+    assert isinstance(request, dr.ProtocolRequest)
+    assert _model_of(request) == MODEL
+    converted = request.convert(dr.ConversionOptions())
+    assert cls.chunk_generator(converted, "id-1", MODEL) is not None
+
+
+def test_other_classes_are_not_protocol_requests() -> None:
+    assert not isinstance(_converted(), dr.ProtocolRequest)
+    assert not isinstance(dr.ConversionOptions(), dr.ProtocolRequest)
+
+
+def test_mypy_checks_the_protocol(tmp_path: Path) -> None:
+    """The type is a real constraint: mypy accepts the request classes and refuses another."""
+    api = pytest.importorskip("mypy.api")
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(
+        "import deepseek_recipe as dr\n"
+        "ok: type[dr.ProtocolRequest] = dr.ResponsesRequest\n"
+        "bad: type[dr.ProtocolRequest] = dr.ConversationRequest\n",
+        encoding="utf-8",
+    )
+    stdout, _, status = api.run(
+        [
+            "--config-file",
+            os.devnull,
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            os.devnull,
+            "--follow-imports",
+            "silent",
+            str(snippet),
+        ]
+    )
+    assert status == 1, stdout
+    errors = [line for line in stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "snippet.py:3:" in errors[0], stdout

@@ -74,6 +74,7 @@ from deepseek_recipe._native import (
     block_hashes,
     prefix_hash,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe._tokenizer import default_tokenizer, default_tokenizer_path
 from deepseek_recipe.frontend import Decoder, Frontend, PreparedRequest, Sampling
 
@@ -118,6 +119,7 @@ __all__ = [
     "PreparedRequest",
     "PreprocessOptions",
     "PromptUsage",
+    "ProtocolRequest",
     "ReasoningContentBehavior",
     "RenderedPrompt",
     "ReqwestImageFetcher",

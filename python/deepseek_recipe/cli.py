@@ -19,7 +19,7 @@ import deepseek_recipe as dr
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 """The largest request file ``render`` and ``encode`` read (more is refused, not loaded)."""
 
-PROTOCOLS: dict[str, Any] = {
+PROTOCOLS: dict[str, type[dr.ProtocolRequest]] = {
     "chat": dr.ChatCompletionRequest,
     "responses": dr.ResponsesRequest,
     "messages": dr.MessagesRequest,

@@ -51,6 +51,7 @@ from deepseek_recipe._native import (
     OutputConstraint,
     PromptUsage,
     ReqwestImageFetcher,
+    ResponsesChunkGenerator,
     ResponsesRequest,
     ResponsesResponse,
     ResponsesStreamEvent,
@@ -64,6 +65,7 @@ from deepseek_recipe._native import (
     ToolMessage,
     UserMessage,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe._tokenizer import default_tokenizer
 
 Protocol: TypeAlias = Literal["chat", "responses", "messages"]
@@ -82,7 +84,7 @@ PROTOCOLS: tuple[Protocol, ...] = ("chat", "responses", "messages")
 DEFAULT_CONTEXT_LIMIT = 1_048_576
 """DeepSeek V4's context window (1M tokens): prompt plus completion."""
 
-_REQUESTS: dict[Protocol, type[ChatCompletionRequest] | type[ResponsesRequest] | type[MessagesRequest]] = {
+_REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
     "responses": ResponsesRequest,
     "messages": MessagesRequest,
@@ -185,8 +187,8 @@ class Decoder:
         self.response_id = response_id
         self.created = created
         self._model = prepared.model
-        generator: Any = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
-        if prepared._responses_wiring is not None:
+        generator = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
+        if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
             tool_map, echo = prepared._responses_wiring
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
         self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)

@@ -59,6 +59,7 @@ from deepseek_recipe._native import (
     __version__,
     block_hashes,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe.frontend import PROTOCOLS, Decoder, Event, FinishReason, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import Receive, Scope, Send, header
 from deepseek_recipe.gateway.errors import GatewayError
@@ -78,7 +79,7 @@ MAX_REPLAY_STEPS = 1024
 WORKERS = 4
 """API calls computed at once (each in a worker thread)."""
 
-_REQUESTS: dict[Protocol, type[ChatCompletionRequest] | type[ResponsesRequest] | type[MessagesRequest]] = {
+_REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
     "responses": ResponsesRequest,
     "messages": MessagesRequest,
