@@ -1,9 +1,10 @@
 """The Python API's own promises beyond the reference's names: typed errors with a ``kind``,
-``RenderedPrompt.encode``, the encoding chosen by the model version, ``os.PathLike`` paths and
-the ``ProtocolRequest`` type."""
+``RenderedPrompt.encode``, the encoding chosen by the model version, ``os.PathLike`` paths,
+the ``ProtocolRequest`` type and a ``__version__`` of our own."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import pickle
@@ -487,3 +488,13 @@ def test_mypy_checks_the_protocol(tmp_path: Path) -> None:
     assert status == 1, stdout
     errors = [line for line in stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "snippet.py:3:" in errors[0], stdout
+
+
+# -- __version__ ---------------------------------------------------------------------------------
+
+
+def test_version_tells_this_package_apart_from_the_reference() -> None:
+    assert dr.__version__ == importlib.metadata.version("deepseek-recipe-rs")
+    assert dr.__version__ != "0.2.0"  # the reference's
+    # A PEP 440 local version: the public part is the API level, "+rs" says which package.
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+rs", dr.__version__), dr.__version__
