@@ -498,3 +498,16 @@ def test_version_tells_this_package_apart_from_the_reference() -> None:
     assert dr.__version__ != "0.2.0"  # the reference's
     # A PEP 440 local version: the public part is the API level, "+rs" says which package.
     assert re.fullmatch(r"\d+\.\d+\.\d+\+rs", dr.__version__), dr.__version__
+
+
+def test_the_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every Python example in docs/python-api.md runs, printing what its comments say."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "python-api.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.DOTALL)
+    assert len(blocks) >= 3
+    namespace: dict[str, object] = {}
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    promised = [m for block in blocks for m in re.findall(r"^\s*print\(.*\)  # (.*)$", block, flags=re.MULTILINE)]
+    assert printed == promised
