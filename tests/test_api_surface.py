@@ -82,6 +82,12 @@ OURS = {
     "Sampling",
     "block_hashes",
     "prefix_hash",
+    # Typed errors: subclasses of the builtin the reference raises, each with a `kind`.
+    "TokenizerError",
+    "StreamError",
+    "ConsumedError",
+    # What the three request classes share, as one type.
+    "ProtocolRequest",
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import deepseek_recipe as dr
-from tests.reference import load_table
+from tests.reference import load_table, reference_class_name
 
 ROWS: list[list[Any]] = load_table("python_edges")
 U32 = 2**32 - 1
@@ -77,7 +77,7 @@ def outcome(expression: str, names: dict[str, Any]) -> list[Any]:
     try:
         value = eval(expression, dict(names))
     except Exception as error:
-        return [type(error).__name__, str(error)]
+        return [reference_class_name(error), str(error)]
     if isinstance(value, list):
         return ["ok", len(value)]
     shown = repr(value)

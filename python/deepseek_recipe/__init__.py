@@ -19,6 +19,7 @@ from deepseek_recipe._native import (
     ChatCompletionChunkGenerator,
     ChatCompletionRequest,
     ChatCompletionResponse,
+    ConsumedError,
     Conversation,
     ConversationRequest,
     ConversionError,
@@ -57,10 +58,12 @@ from deepseek_recipe._native import (
     ResponsesStreamEvent,
     SpecialToken,
     SpecialTokens,
+    StreamError,
     StreamProcessor,
     SystemMessage,
     ThinkingInitialStage,
     Tokenizer,
+    TokenizerError,
     ToolCall,
     ToolDefinition,
     ToolMessage,
@@ -71,6 +74,7 @@ from deepseek_recipe._native import (
     block_hashes,
     prefix_hash,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe._tokenizer import default_tokenizer, default_tokenizer_path
 from deepseek_recipe.frontend import Decoder, Frontend, PreparedRequest, Sampling
 
@@ -83,6 +87,7 @@ __all__ = [
     "ChatCompletionChunkGenerator",
     "ChatCompletionRequest",
     "ChatCompletionResponse",
+    "ConsumedError",
     "Conversation",
     "ConversationRequest",
     "ConversionError",
@@ -114,6 +119,7 @@ __all__ = [
     "PreparedRequest",
     "PreprocessOptions",
     "PromptUsage",
+    "ProtocolRequest",
     "ReasoningContentBehavior",
     "RenderedPrompt",
     "ReqwestImageFetcher",
@@ -125,10 +131,12 @@ __all__ = [
     "Sampling",
     "SpecialToken",
     "SpecialTokens",
+    "StreamError",
     "StreamProcessor",
     "SystemMessage",
     "ThinkingInitialStage",
     "Tokenizer",
+    "TokenizerError",
     "ToolCall",
     "ToolDefinition",
     "ToolMessage",

@@ -1,6 +1,7 @@
 """Type stubs for the Rust extension ``deepseek_recipe._native`` (checked by mypy.stubtest)."""
 
 from collections.abc import Callable, Iterator, Sequence
+from os import PathLike
 from typing import Any, Literal, TypeAlias, final
 
 from typing_extensions import Buffer, Self, disjoint_base
@@ -47,6 +48,28 @@ class ImageError(Exception):
 
 class CalcResizeError(ValueError):
     """An image size that cannot be fitted to the model's grid."""
+
+TokenizerErrorKind: TypeAlias = Literal["load", "no_tokenizer", "missing_special_token", "invalid_range", "encode"]
+StreamErrorKind: TypeAlias = Literal["finished", "closed", "no_tokenizer", "logprob_count"]
+ConsumedErrorKind: TypeAlias = Literal["request", "generator", "chunk"]
+
+class TokenizerError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a tokenizer that cannot be loaded,
+    or a prompt it cannot encode."""
+
+    kind: TokenizerErrorKind
+
+class StreamError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a ``StreamProcessor`` call after
+    completion or close, or a chunk it cannot take."""
+
+    kind: StreamErrorKind
+
+class ConsumedError(RuntimeError):
+    """Ours (the reference raises a plain ``RuntimeError``): a request, chunk generator or
+    event used after a call consumed it."""
+
+    kind: ConsumedErrorKind
 
 @final
 class SpecialToken:
@@ -370,6 +393,10 @@ class RenderedPrompt:
         """Ascending, disjoint, half-open code-point ranges of template tokens."""
     @property
     def image_sources(self) -> list[ImageSource]: ...
+    def encode(self, tokenizer: Tokenizer) -> list[int]:
+        """Ours: this prompt's ids without rendering again (what the encoding's ``encode`` gives)."""
+    def encode_ids(self, tokenizer: Tokenizer) -> TokenIds:
+        """Ours: ``encode``, with the ids held by the core."""
 
 @final
 class DeepseekV4Encoding:
@@ -383,6 +410,9 @@ class DeepseekV4Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    @property
+    def model_version(self) -> ModelVersion:
+        """Ours: the model version whose prompt format this is."""
 
 @final
 class DeepseekV41Encoding:
@@ -396,6 +426,9 @@ class DeepseekV41Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    @property
+    def model_version(self) -> ModelVersion:
+        """Ours: the model version whose prompt format this is."""
 
 @final
 class TokenIds:
@@ -440,6 +473,11 @@ class ModelVersion:
     DeepseekV4Pro: ModelVersion
     DeepseekV41Flash: ModelVersion
     def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
+    @property
+    def name(self) -> Literal["DeepseekV4Pro", "DeepseekV41Flash"]:
+        """Ours: the member's name, like a Python enum's."""
+    def encoding(self) -> DeepseekV4Encoding | DeepseekV41Encoding:
+        """Ours: a new encoding of this version's prompt format (no tokenizer, default tokens)."""
 
 @final
 class ConversionOptions:
@@ -600,7 +638,7 @@ class ChatCompletionResponse:
 
     def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: ChatCompletionChunk) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: ChatCompletionChunk) -> None:
@@ -677,9 +715,9 @@ class StreamProcessor:
     def finished(self) -> bool:
         """The stream completed (finish chunk, stop sequence or ``finish()``) and is not closed."""
     def push(self, chunk: InferenceChunk) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
-        """Process one chunk. Raises ``RuntimeError`` after completion or close, and on stream
-        errors (a ``tokens`` chunk without a tokenizer, a logprob count that differs from the
-        id count), which close the processor."""
+        """Process one chunk. Raises ``StreamError`` (a ``RuntimeError``) after completion or
+        close, and on stream errors (a ``tokens`` chunk without a tokenizer, a logprob count that
+        differs from the id count), which close the processor."""
     def finish(self) -> list[ChatCompletionChunk | ResponsesStreamEvent | MessagesStreamEvent]:
         """Flush and complete the stream; ``[]`` once completed."""
     def close(self) -> None:
@@ -700,10 +738,10 @@ class ResponsesRequest:
     def chunk_generator(request: ConversationRequest, id: str, model: str) -> ResponsesChunkGenerator:
         """The Responses generator for ``request``: it reports the request's own settings."""
     def echo(self) -> ResponsesEcho:
-        """The settings response objects report. Raises ``RuntimeError`` after ``convert``."""
+        """The settings response objects report. Raises ``ConsumedError`` after ``convert``."""
     def namespace_tool_map(self, options: ConversionOptions) -> dict[str, tuple[str, str]]:
         """Flattened namespaced function names mapped to ``(namespace, local name)``. Raises
-        ``ConversionError`` for an invalid tool declaration, ``RuntimeError`` after ``convert``."""
+        ``ConversionError`` for an invalid tool declaration, ``ConsumedError`` after ``convert``."""
 
 @final
 class ResponsesChunkGenerator:
@@ -746,7 +784,7 @@ class ResponsesResponse:
         cls, id: str, model: str, created_at: int, prompt_tokens: int, prompt_cache_hit_tokens: int
     ) -> Self: ...
     def accumulate(self, chunk: ResponsesStreamEvent) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: ResponsesStreamEvent) -> str:
@@ -787,7 +825,7 @@ class MessagesResponse:
 
     def __new__(cls, id: str, model: str, created: int, prompt_tokens: int, prompt_cache_hit_tokens: int) -> Self: ...
     def accumulate(self, chunk: MessagesStreamEvent) -> None:
-        """Apply ``chunk``; it is consumed (using it again raises ``RuntimeError``)."""
+        """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
     @staticmethod
     def sse_event_name(chunk: MessagesStreamEvent) -> str:
@@ -801,7 +839,8 @@ class Tokenizer:
     """A Hugging Face ``tokenizer.json``."""
 
     @staticmethod
-    def from_file(path: str) -> Tokenizer: ...
+    def from_file(path: str | PathLike[str]) -> Tokenizer:
+        """Load a ``tokenizer.json`` (ours: ``path`` may be any ``os.PathLike``)."""
     @staticmethod
     def from_str(text: str) -> Tokenizer: ...
     def __reduce__(self) -> tuple[Any, tuple[str]]:

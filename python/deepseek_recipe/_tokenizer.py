@@ -17,4 +17,4 @@ def default_tokenizer_path() -> Path:
 @functools.cache
 def default_tokenizer() -> Tokenizer:
     """The DeepSeek V4 tokenizer (loaded once per process; no network)."""
-    return Tokenizer.from_file(str(default_tokenizer_path()))
+    return Tokenizer.from_file(default_tokenizer_path())

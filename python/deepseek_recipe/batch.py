@@ -32,6 +32,7 @@ pyarrow, pandas and numpy are imported only when a batch of theirs comes in.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -132,15 +133,15 @@ class PrepareBatch:
     """:func:`prepare_batch` as a callable class (a Ray Data ``map_batches`` stage): the
     :class:`~deepseek_recipe.Frontend` is built once, at construction (once per Ray worker).
 
-    ``tokenizer`` is a ``Tokenizer``, a ``tokenizer.json`` path, or ``None`` for the default
-    DeepSeek V4 one; ``options`` and ``context_limit`` are the ``Frontend``'s. Pickles as its
-    arguments (the frontend is rebuilt where it is unpickled).
+    ``tokenizer`` is a ``Tokenizer``, a ``tokenizer.json`` path (``str`` or ``os.PathLike``),
+    or ``None`` for the default DeepSeek V4 one; ``options`` and ``context_limit`` are the
+    ``Frontend``'s. Pickles as its arguments (the frontend is rebuilt where it is unpickled).
     """
 
     def __init__(
         self,
         *,
-        tokenizer: Tokenizer | str | None = None,
+        tokenizer: Tokenizer | str | os.PathLike[str] | None = None,
         options: ConversionOptions | None = None,
         context_limit: int = DEFAULT_CONTEXT_LIMIT,
         protocol: Protocol | None = "chat",
@@ -159,7 +160,7 @@ class PrepareBatch:
             "block_size": block_size,
             "on_error": on_error,
         }
-        loaded = Tokenizer.from_file(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        loaded = tokenizer if tokenizer is None or isinstance(tokenizer, Tokenizer) else Tokenizer.from_file(tokenizer)
         self.frontend = Frontend(loaded, options=options, context_limit=context_limit)
         self.protocol, self.body_column, self.protocol_column = protocol, body_column, protocol_column
         self.block_size, self.on_error = block_size, on_error

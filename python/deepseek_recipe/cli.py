@@ -19,7 +19,7 @@ import deepseek_recipe as dr
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 """The largest request file ``render`` and ``encode`` read (more is refused, not loaded)."""
 
-PROTOCOLS: dict[str, Any] = {
+PROTOCOLS: dict[str, type[dr.ProtocolRequest]] = {
     "chat": dr.ChatCompletionRequest,
     "responses": dr.ResponsesRequest,
     "messages": dr.MessagesRequest,
@@ -103,25 +103,23 @@ def _render_or_encode(args: argparse.Namespace) -> int:
         raise CliError(f"error ({e.status_code}): {e}") from None
     except ValueError as e:
         raise CliError(f"error: {e}") from None
-    encoding: dr.DeepseekV4Encoding | dr.DeepseekV41Encoding = (
-        dr.DeepseekV4Encoding()
-        if converted.model_version == dr.ModelVersion.DeepseekV4Pro
-        else dr.DeepseekV41Encoding()
-    )
-    rendered = encoding.render_conversation(converted.conversation)
+    rendered = converted.model_version.encoding().render_conversation(converted.conversation)
     ids: list[int] | None = None
     if tokenizer is not None:
         try:
-            ids = encoding.with_tokenizer(tokenizer).encode(converted.conversation)
-        except RuntimeError as e:
+            ids = rendered.encode(tokenizer)
+        except dr.TokenizerError as e:
             raise CliError(f"error: {e}") from None
     if args.format == "text":
         print(_marked(rendered.prompt, rendered.special_ranges))
     elif args.format == "ids":
         print(" ".join(map(str, ids or [])))
     else:
-        version = "DeepseekV4Pro" if converted.model_version == dr.ModelVersion.DeepseekV4Pro else "DeepseekV41Flash"
-        out = {"model_version": version, "prompt": rendered.prompt, "special_ranges": rendered.special_ranges}
+        out = {
+            "model_version": converted.model_version.name,
+            "prompt": rendered.prompt,
+            "special_ranges": rendered.special_ranges,
+        }
         print(json.dumps({**out, "token_ids": ids}, ensure_ascii=False))
     return 0
 

@@ -51,6 +51,7 @@ from deepseek_recipe._native import (
     OutputConstraint,
     PromptUsage,
     ReqwestImageFetcher,
+    ResponsesChunkGenerator,
     ResponsesRequest,
     ResponsesResponse,
     ResponsesStreamEvent,
@@ -59,10 +60,12 @@ from deepseek_recipe._native import (
     SystemMessage,
     TokenIds,
     Tokenizer,
+    TokenizerError,
     ToolCall,
     ToolMessage,
     UserMessage,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe._tokenizer import default_tokenizer
 
 Protocol: TypeAlias = Literal["chat", "responses", "messages"]
@@ -81,7 +84,7 @@ PROTOCOLS: tuple[Protocol, ...] = ("chat", "responses", "messages")
 DEFAULT_CONTEXT_LIMIT = 1_048_576
 """DeepSeek V4's context window (1M tokens): prompt plus completion."""
 
-_REQUESTS: dict[Protocol, type[ChatCompletionRequest] | type[ResponsesRequest] | type[MessagesRequest]] = {
+_REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
     "responses": ResponsesRequest,
     "messages": MessagesRequest,
@@ -184,8 +187,8 @@ class Decoder:
         self.response_id = response_id
         self.created = created
         self._model = prepared.model
-        generator: Any = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
-        if prepared._responses_wiring is not None:
+        generator = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
+        if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
             tool_map, echo = prepared._responses_wiring
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
         self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
@@ -331,14 +334,7 @@ class Frontend:
         options = options if options is not None else ConversionOptions()
         self.context_limit = context_limit
         special = options.special_tokens
-        self._encodings: dict[ModelVersion, Encoding] = {
-            ModelVersion.DeepseekV4Pro: DeepseekV4Encoding()
-            .with_tokenizer(self.tokenizer)
-            .with_special_tokens(special),
-            ModelVersion.DeepseekV41Flash: DeepseekV41Encoding()
-            .with_tokenizer(self.tokenizer)
-            .with_special_tokens(special),
-        }
+        self._special_tokens = special
         served = {name: v for name, v in options.model_versions_by_name.items() if self._can_encode(v)}
         self.options = options.with_model_versions_by_name(served)
         eos = self.tokenizer.encode(special.token(SpecialToken.Eos))
@@ -350,8 +346,8 @@ class Frontend:
         return sorted(self.options.model_versions_by_name)
 
     def encoding(self, version: ModelVersion) -> Encoding:
-        """The prompt format of ``version``, with this frontend's tokenizer."""
-        return self._encodings[version]
+        """The prompt format of ``version``, with this frontend's tokenizer and special tokens."""
+        return version.encoding().with_tokenizer(self.tokenizer).with_special_tokens(self._special_tokens)
 
     def _can_encode(self, version: ModelVersion) -> bool:
         """Whether every template token ``version`` writes is in the tokenizer's vocabulary."""
@@ -366,8 +362,8 @@ class Frontend:
             ]
         )
         try:
-            self._encodings[version].encode(probe)
-        except RuntimeError:
+            self.encoding(version).encode(probe)
+        except TokenizerError:
             return False
         return True
 
@@ -391,7 +387,7 @@ class Frontend:
         call it off an event loop.
         """
         converted, model, wiring = self._convert(protocol, body)
-        ids = self._encodings[converted.model_version].encode_ids(converted.conversation)
+        ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
         images = self._images(converted)
         image_tokens = images.image_token_adjustment() if images is not None else 0
         max_tokens = converted.resolve_max_tokens(len(ids) + image_tokens, self.context_limit)
@@ -432,7 +428,7 @@ class Frontend:
     def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
         """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""
         converted = self._convert(protocol, body).request
-        return len(self._encodings[converted.model_version].encode_ids(converted.conversation))
+        return len(self.encoding(converted.model_version).encode_ids(converted.conversation))
 
 
 class _Converted(NamedTuple):

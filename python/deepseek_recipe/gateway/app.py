@@ -356,7 +356,7 @@ def _unauthorized() -> GatewayError:
 
 def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
-    tokenizer = Tokenizer.from_file(str(settings.tokenizer)) if settings.tokenizer else None
+    tokenizer = Tokenizer.from_file(settings.tokenizer) if settings.tokenizer else None
     options = ConversionOptions(default_thinking_mode=settings.default_thinking)
     fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
     resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())

@@ -54,10 +54,12 @@ from deepseek_recipe._native import (
     OutputConstraint,
     ResponsesRequest,
     SystemMessage,
+    TokenizerError,
     ToolDefinition,
     __version__,
     block_hashes,
 )
+from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe.frontend import PROTOCOLS, Decoder, Event, FinishReason, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import Receive, Scope, Send, header
 from deepseek_recipe.gateway.errors import GatewayError
@@ -77,7 +79,7 @@ MAX_REPLAY_STEPS = 1024
 WORKERS = 4
 """API calls computed at once (each in a worker thread)."""
 
-_REQUESTS: dict[Protocol, type[ChatCompletionRequest] | type[ResponsesRequest] | type[MessagesRequest]] = {
+_REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
     "responses": ResponsesRequest,
     "messages": MessagesRequest,
@@ -352,8 +354,8 @@ class Inspector:
         if ids is None:
             # Refused, yet it renders: say why this tokenizer could not encode it, if it cannot.
             try:
-                encoding.encode(converted.conversation)
-            except RuntimeError as error:
+                rendered.encode(self.tokenizer)
+            except TokenizerError as error:
                 answer["encode_error"] = str(error)
         lookalikes = self._lookalikes(prompt, ranges)
         answer.update(

@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use deepseek_model::{ModelVersion, SpecialTokens};
 use deepseek_render::{render, RenderedPrompt};
-use deepseek_tokenize::{PromptIds, Tokenizer};
-use pyo3::exceptions::PyRuntimeError;
+use deepseek_tokenize::{PromptIds, TokenizeError, Tokenizer};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::conversation::PyConversation;
 use crate::errors;
+use crate::ids::PyTokenIds;
 use crate::message::image_to_py;
+use crate::tokenizer::PyTokenizer;
 
 /// A rendered prompt: text, special ranges (code-point offsets) and image sources.
 #[pyclass(name = "RenderedPrompt", frozen, module = "deepseek_recipe._native")]
@@ -39,6 +40,39 @@ impl PyRenderedPrompt {
             .map(|s| image_to_py(py, s))
             .collect()
     }
+
+    /// This prompt's token ids with `tokenizer`, without rendering again: what the encoding
+    /// that rendered it gives for the conversation.
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        tokenizer: PyRef<'_, PyTokenizer>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let tokenizer = tokenizer.inner.clone();
+        let ids = py
+            .detach(|| prompt_ids(&tokenizer, &self.inner))
+            .map_err(errors::tokenize)?;
+        crate::ids::prompt_list(py, ids)
+    }
+
+    /// `encode`, with the ids kept by the core (`TokenIds`).
+    fn encode_ids(
+        &self,
+        py: Python<'_>,
+        tokenizer: PyRef<'_, PyTokenizer>,
+    ) -> PyResult<PyTokenIds> {
+        let tokenizer = tokenizer.inner.clone();
+        let ids = py
+            .detach(|| prompt_ids(&tokenizer, &self.inner))
+            .map_err(errors::tokenize)?;
+        Ok(PyTokenIds::new(ids))
+    }
+}
+
+/// The ids of a rendered prompt: its special ranges by lookup, the text between them plain.
+/// The one path from a prompt to ids, whether the prompt was rendered just now or earlier.
+fn prompt_ids(tokenizer: &Tokenizer, prompt: &RenderedPrompt) -> Result<PromptIds, TokenizeError> {
+    tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
 }
 
 /// Byte ranges of `text` as Python code-point ranges (ranges ascending, on char boundaries).
@@ -79,13 +113,10 @@ impl Encoder {
     }
 
     fn prompt_ids(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<PromptIds> {
-        let tokenizer = self
-            .tokenizer
-            .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("no tokenizer is attached to the encoding"))?;
+        let tokenizer = self.tokenizer.clone().ok_or_else(errors::no_tokenizer)?;
         py.detach(|| {
             let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-            tokenizer.encode_prompt_ids(&prompt.prompt, &prompt.special_ranges)
+            prompt_ids(&tokenizer, &prompt)
         })
         .map_err(errors::tokenize)
     }
@@ -112,7 +143,7 @@ macro_rules! encoding_class {
         #[pymethods]
         impl $rust {
             #[new]
-            fn new() -> Self {
+            pub fn new() -> Self {
                 Self {
                     encoder: Encoder {
                         version: $version,
@@ -123,7 +154,7 @@ macro_rules! encoding_class {
             }
 
             /// A copy that encodes with `tokenizer`.
-            fn with_tokenizer(&self, tokenizer: PyRef<'_, crate::tokenizer::PyTokenizer>) -> Self {
+            fn with_tokenizer(&self, tokenizer: PyRef<'_, PyTokenizer>) -> Self {
                 let mut encoder = self.encoder.clone();
                 encoder.tokenizer = Some(tokenizer.inner.clone());
                 Self { encoder }
@@ -162,10 +193,14 @@ macro_rules! encoding_class {
                 &self,
                 py: Python<'_>,
                 conversation: PyRef<'_, PyConversation>,
-            ) -> PyResult<crate::ids::PyTokenIds> {
-                Ok(crate::ids::PyTokenIds::new(
-                    self.encoder.prompt_ids(py, &conversation)?,
-                ))
+            ) -> PyResult<PyTokenIds> {
+                Ok(PyTokenIds::new(self.encoder.prompt_ids(py, &conversation)?))
+            }
+
+            /// The model version whose prompt format this is.
+            #[getter]
+            fn model_version(&self) -> crate::options::PyModelVersion {
+                self.encoder.version.into()
             }
         }
     };
@@ -183,3 +218,18 @@ encoding_class!(
     ModelVersion::DeepseekV41Flash,
     "The DeepSeek V4.1 (Flash) prompt format."
 );
+
+/// Either encoding class, as `ModelVersion.encoding()` returns it.
+#[derive(IntoPyObject)]
+pub enum AnyEncoding {
+    V4(PyDeepseekV4Encoding),
+    V41(PyDeepseekV41Encoding),
+}
+
+/// The encoding of `version`: the one place a model version picks its prompt format.
+pub fn for_version(version: ModelVersion) -> AnyEncoding {
+    match version {
+        ModelVersion::DeepseekV4Pro => AnyEncoding::V4(PyDeepseekV4Encoding::new()),
+        ModelVersion::DeepseekV41Flash => AnyEncoding::V41(PyDeepseekV41Encoding::new()),
+    }
+}

@@ -2,7 +2,7 @@
 //! one stage: `protocol` (requests), `conversation` and `message` (the canonical model),
 //! `options`, `special`, `encoding` (render + encode), `tokenizer`, `blocks` (KV block
 //! hashes), `images`; `pyvalue` converts Python values to JSON, `errors` maps every error kind
-//! to its exception.
+//! to its exception, `slot` holds what a call consumes.
 
 mod blocks;
 mod conversation;
@@ -17,6 +17,7 @@ mod pyvalue;
 mod reply_chat;
 mod reply_messages;
 mod reply_responses;
+mod slot;
 mod special;
 mod stream;
 mod tokenizer;
@@ -32,6 +33,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConversionError", py.get_type::<errors::ConversionError>())?;
     m.add("ImageError", py.get_type::<errors::ImageError>())?;
     m.add("CalcResizeError", py.get_type::<errors::CalcResizeError>())?;
+    m.add("TokenizerError", py.get_type::<errors::TokenizerError>())?;
+    m.add("StreamError", py.get_type::<errors::StreamError>())?;
+    m.add("ConsumedError", py.get_type::<errors::ConsumedError>())?;
 
     m.add_class::<special::PySpecialToken>()?;
     m.add_class::<special::PySpecialTokens>()?;

@@ -35,12 +35,20 @@ pub enum PyModelVersion {
 impl PyModelVersion {
     /// Pickles as the member's name (`getattr(ModelVersion, name)`), like a Python enum.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<ByName<'py>> {
-        let name = match self {
-            Self::DeepseekV4Pro => "DeepseekV4Pro",
-            Self::DeepseekV41Flash => "DeepseekV41Flash",
-        };
         let getattr = py.import("builtins")?.getattr("getattr")?;
-        Ok((getattr, (py.get_type::<Self>(), name)))
+        Ok((getattr, (py.get_type::<Self>(), self.name())))
+    }
+
+    /// The member's name (`"DeepseekV4Pro"`), like a Python enum's `name`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        ModelVersion::from(*self).name()
+    }
+
+    /// A new encoding of this version's prompt format (`DeepseekV4Encoding` or
+    /// `DeepseekV41Encoding`), with no tokenizer and the default special tokens.
+    fn encoding(&self) -> crate::encoding::AnyEncoding {
+        crate::encoding::for_version((*self).into())
     }
 }
 

@@ -1,7 +1,5 @@
 //! The three protocol request classes. Each is consumed by `convert`.
 
-use std::sync::Mutex;
-
 use deepseek_protocol::{
     intake, ChatCompletionRequest, MessagesRequest, ProtocolError, ResponsesRequest,
 };
@@ -10,9 +8,10 @@ use pyo3::types::{PyBytes, PyString};
 use serde_json::Value;
 
 use crate::conversation::PyConversationRequest;
-use crate::errors;
+use crate::errors::{self, Consumable};
 use crate::options::PyConversionOptions;
 use crate::pyvalue;
+use crate::slot::Slot;
 
 /// A request body given as bytes, JSON text, or a Python value tree, as a JSON value.
 ///
@@ -36,25 +35,6 @@ fn body_value(body: &Bound<'_, PyAny>) -> PyResult<Value> {
     pyvalue::to_json(body)
 }
 
-/// A request slot that `convert` empties.
-struct Slot<T>(Mutex<Option<T>>);
-
-impl<T> Slot<T> {
-    fn new(value: T) -> Self {
-        Self(Mutex::new(Some(value)))
-    }
-
-    fn read<R>(&self, f: impl FnOnce(&T) -> R) -> PyResult<R> {
-        let guard = self.0.lock().map_err(|_| errors::consumed_request())?;
-        guard.as_ref().map(f).ok_or_else(errors::consumed_request)
-    }
-
-    fn take(&self) -> PyResult<T> {
-        let mut guard = self.0.lock().map_err(|_| errors::consumed_request())?;
-        guard.take().ok_or_else(errors::consumed_request)
-    }
-}
-
 /// `generator: T` adds the static `chunk_generator(request, id, model)`, built by
 /// `T::from_request(&ConversationRequest, &str, &str) -> T`. `methods: { … }` adds a
 /// protocol's own methods.
@@ -72,7 +52,7 @@ macro_rules! request_class {
             fn new(py: Python<'_>, body: &Bound<'_, PyAny>) -> PyResult<Self> {
                 let value = body_value(body)?;
                 let request = py.detach(|| <$inner>::from_value(value)).map_err(errors::protocol)?;
-                Ok(Self { slot: Slot::new(request) })
+                Ok(Self { slot: Slot::new(Consumable::Request, request) })
             }
 
             /// The requested model name.
@@ -120,14 +100,14 @@ request_class!(
     generator: crate::reply_responses::PyResponsesChunkGenerator,
     methods: {
         /// The request settings that response objects report. Conversion preserves them for
-        /// the chunk generator. Raises `RuntimeError` after `convert`.
+        /// the chunk generator. Raises `ConsumedError` after `convert`.
         fn echo(&self) -> PyResult<crate::reply_responses::PyResponsesEcho> {
             self.slot.read(|r| crate::reply_responses::PyResponsesEcho { inner: r.reported_settings() })
         }
 
         /// The function names of the declared namespace tools mapped to `(namespace, local
         /// name)`, as conversion with `options` assigns them. Raises `ConversionError` for an
-        /// invalid tool declaration and `RuntimeError` after `convert`.
+        /// invalid tool declaration and `ConsumedError` after `convert`.
         fn namespace_tool_map(
             &self,
             options: PyRef<'_, PyConversionOptions>,

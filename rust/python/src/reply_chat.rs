@@ -1,7 +1,7 @@
 //! Chat Completions on the way back: `ChatCompletionChunkGenerator`, `ChatCompletionChunk`
 //! and `ChatCompletionResponse` (`deepseek_protocol::reply::chat`).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use deepseek_model::{ConversationRequest, ParsingOptions};
 use deepseek_protocol::reply::chat::{
@@ -10,7 +10,8 @@ use deepseek_protocol::reply::chat::{
 use deepseek_stream::processor::StreamProcessor;
 use pyo3::prelude::*;
 
-use crate::errors;
+use crate::errors::Consumable;
+use crate::slot::Slot;
 use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
 
 /// A Chat Completions generator, consumed by a `StreamProcessor`.
@@ -20,20 +21,18 @@ use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
     module = "deepseek_recipe._native"
 )]
 pub struct PyChatCompletionChunkGenerator {
-    slot: Mutex<Option<ChatCompletionChunkGenerator>>,
+    slot: Slot<ChatCompletionChunkGenerator>,
 }
 
 impl PyChatCompletionChunkGenerator {
     /// The generator for a converted request (`ChatCompletionRequest.chunk_generator`).
     pub fn from_request(request: &ConversationRequest, id: &str, model: &str) -> Self {
         Self {
-            slot: Mutex::new(Some(ChatCompletionChunkGenerator::new(request, id, model))),
+            slot: Slot::new(
+                Consumable::Generator,
+                ChatCompletionChunkGenerator::new(request, id, model),
+            ),
         }
-    }
-
-    fn take(&self) -> PyResult<ChatCompletionChunkGenerator> {
-        let mut guard = self.slot.lock().map_err(|_| errors::consumed_generator())?;
-        guard.take().ok_or_else(errors::consumed_generator)
     }
 }
 
@@ -46,7 +45,7 @@ pub fn processor_from(
     let Ok(generator) = generator.cast::<PyChatCompletionChunkGenerator>() else {
         return Ok(None);
     };
-    let generator = generator.get().take()?;
+    let generator = generator.get().slot.take()?;
     let thinking = generator.thinking;
     let processor = StreamProcessor::new(generator.emitter(), options, thinking, vocabulary);
     Ok(Some(Box::new(processor)))
@@ -59,14 +58,7 @@ pub fn processor_from(
     module = "deepseek_recipe._native"
 )]
 pub struct PyChatCompletionChunk {
-    slot: Mutex<Option<ChatCompletionChunk>>,
-}
-
-impl PyChatCompletionChunk {
-    fn take(&self) -> PyResult<ChatCompletionChunk> {
-        let mut guard = self.slot.lock().map_err(|_| errors::consumed_chunk())?;
-        guard.take().ok_or_else(errors::consumed_chunk)
-    }
+    slot: Slot<ChatCompletionChunk>,
 }
 
 impl IntoPyEvent for ChatCompletionChunk {
@@ -74,7 +66,7 @@ impl IntoPyEvent for ChatCompletionChunk {
         Ok(Py::new(
             py,
             PyChatCompletionChunk {
-                slot: Mutex::new(Some(self)),
+                slot: Slot::new(Consumable::Chunk, self),
             },
         )?
         .into_any())
@@ -85,11 +77,7 @@ impl IntoPyEvent for ChatCompletionChunk {
 impl PyChatCompletionChunk {
     /// The chunk as compact JSON.
     fn to_json(&self) -> PyResult<String> {
-        let guard = self.slot.lock().map_err(|_| errors::consumed_chunk())?;
-        guard
-            .as_ref()
-            .map(ChatCompletionChunk::to_json)
-            .ok_or_else(errors::consumed_chunk)
+        self.slot.read(ChatCompletionChunk::to_json)
     }
 }
 
@@ -101,6 +89,14 @@ impl PyChatCompletionChunk {
 )]
 pub struct PyChatCompletionResponse {
     inner: Mutex<ChatCompletionResponse>,
+}
+
+impl PyChatCompletionResponse {
+    /// The response; a poisoned lock would mean a panic while accumulating, which the crate's
+    /// lints rule out.
+    fn response(&self) -> std::sync::MutexGuard<'_, ChatCompletionResponse> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 #[pymethods]
@@ -122,25 +118,19 @@ impl PyChatCompletionResponse {
 
     /// Consume `chunk` and apply it to the response.
     fn accumulate(&self, chunk: PyRef<'_, PyChatCompletionChunk>) -> PyResult<()> {
-        let chunk = chunk.take()?;
-        let mut inner = self.inner.lock().map_err(|_| errors::consumed_chunk())?;
-        inner.accumulate(chunk);
+        let chunk = chunk.slot.take()?;
+        self.response().accumulate(chunk);
         Ok(())
     }
 
-    fn to_json(&self) -> PyResult<String> {
-        let inner = self.inner.lock().map_err(|_| errors::consumed_chunk())?;
-        Ok(inner.to_json())
+    fn to_json(&self) -> String {
+        self.response().to_json()
     }
 
     /// Chat events are unnamed SSE `data:` events.
     #[staticmethod]
     fn sse_event_name(chunk: PyRef<'_, PyChatCompletionChunk>) -> PyResult<Option<&'static str>> {
-        let guard = chunk.slot.lock().map_err(|_| errors::consumed_chunk())?;
-        guard
-            .as_ref()
-            .map(ChatCompletionResponse::sse_event_name)
-            .ok_or_else(errors::consumed_chunk)
+        chunk.slot.read(ChatCompletionResponse::sse_event_name)
     }
 
     /// The data of the terminal SSE message, `[DONE]`.

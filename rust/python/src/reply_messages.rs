@@ -2,24 +2,15 @@
 //! `StreamProcessor`), `MessagesStreamEvent` and the accumulated `MessagesResponse`. Thin
 //! wrappers over `deepseek_protocol::reply::messages`.
 
-use std::sync::Mutex;
-
 use deepseek_model::{ConversationRequest, ParsingOptions};
 use deepseek_protocol::reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
 use deepseek_stream::emit::PromptUsage;
 use deepseek_stream::processor::StreamProcessor;
 use pyo3::prelude::*;
 
-use crate::errors;
+use crate::errors::Consumable;
+use crate::slot::Slot;
 use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
-
-/// Take the value out of a consumable slot, or fail with `consumed`.
-fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
-    slot.lock()
-        .map_err(|_| consumed())?
-        .take()
-        .ok_or_else(consumed)
-}
 
 /// A Messages generator, consumed by a `StreamProcessor` (or by `with_signature`).
 #[pyclass(
@@ -28,13 +19,13 @@ fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T>
     module = "deepseek_recipe._native"
 )]
 pub struct PyMessagesChunkGenerator {
-    slot: Mutex<Option<MessagesEmitter>>,
+    slot: Slot<MessagesEmitter>,
 }
 
 impl PyMessagesChunkGenerator {
     fn from_emitter(emitter: MessagesEmitter) -> Self {
         Self {
-            slot: Mutex::new(Some(emitter)),
+            slot: Slot::new(Consumable::Generator, emitter),
         }
     }
 
@@ -42,10 +33,6 @@ impl PyMessagesChunkGenerator {
     /// mode as the request resolved it.
     pub fn from_request(request: &ConversationRequest, id: &str, model: &str) -> Self {
         Self::from_emitter(MessagesEmitter::for_request(request, id, model))
-    }
-
-    fn take(&self) -> PyResult<MessagesEmitter> {
-        take_slot(&self.slot, errors::consumed_generator)
     }
 }
 
@@ -59,7 +46,9 @@ impl PyMessagesChunkGenerator {
     /// Consume this generator and return one that ends each thinking block with
     /// `signature` instead of the response ID.
     fn with_signature(&self, signature: &str) -> PyResult<Self> {
-        Ok(Self::from_emitter(self.take()?.with_signature(signature)))
+        Ok(Self::from_emitter(
+            self.slot.take()?.with_signature(signature),
+        ))
     }
 }
 
@@ -72,7 +61,7 @@ pub fn processor_from(
     let Ok(generator) = generator.cast::<PyMessagesChunkGenerator>() else {
         return Ok(None);
     };
-    let emitter = generator.get().take()?;
+    let emitter = generator.get().slot.take()?;
     let thinking = emitter.thinking_mode();
     Ok(Some(Box::new(StreamProcessor::new(
         emitter, options, thinking, vocabulary,
@@ -86,14 +75,7 @@ pub fn processor_from(
     module = "deepseek_recipe._native"
 )]
 pub struct PyMessagesStreamEvent {
-    slot: Mutex<Option<MessagesStreamEvent>>,
-}
-
-impl PyMessagesStreamEvent {
-    fn read<R>(&self, f: impl FnOnce(&MessagesStreamEvent) -> R) -> PyResult<R> {
-        let guard = self.slot.lock().map_err(|_| errors::consumed_chunk())?;
-        guard.as_ref().map(f).ok_or_else(errors::consumed_chunk)
-    }
+    slot: Slot<MessagesStreamEvent>,
 }
 
 impl IntoPyEvent for MessagesStreamEvent {
@@ -101,7 +83,7 @@ impl IntoPyEvent for MessagesStreamEvent {
         Ok(Py::new(
             py,
             PyMessagesStreamEvent {
-                slot: Mutex::new(Some(self)),
+                slot: Slot::new(Consumable::Chunk, self),
             },
         )?
         .into_any())
@@ -112,7 +94,7 @@ impl IntoPyEvent for MessagesStreamEvent {
 impl PyMessagesStreamEvent {
     /// The event as compact JSON, keys in wire order.
     fn to_json(&self) -> PyResult<String> {
-        self.read(MessagesStreamEvent::to_json)
+        self.slot.read(MessagesStreamEvent::to_json)
     }
 }
 
@@ -144,9 +126,9 @@ impl PyMessagesResponse {
         }
     }
 
-    /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.
+    /// Apply `chunk`, which is consumed: using it afterwards raises `ConsumedError`.
     fn accumulate(&mut self, chunk: PyRef<'_, PyMessagesStreamEvent>) -> PyResult<()> {
-        let event = take_slot(&chunk.slot, errors::consumed_chunk)?;
+        let event = chunk.slot.take()?;
         self.inner.accumulate(event);
         Ok(())
     }
@@ -159,7 +141,7 @@ impl PyMessagesResponse {
     /// The SSE event name of `chunk`: its `type`.
     #[staticmethod]
     fn sse_event_name(chunk: PyRef<'_, PyMessagesStreamEvent>) -> PyResult<&'static str> {
-        chunk.read(MessagesStreamEvent::event_name)
+        chunk.slot.read(MessagesStreamEvent::event_name)
     }
 
     /// Messages streams end without a terminal data message.

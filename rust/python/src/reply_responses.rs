@@ -3,33 +3,17 @@
 //! `ResponsesResponse`. Thin wrappers over `deepseek_protocol::reply::responses`.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use deepseek_model::{ConversationRequest, ParsingOptions};
 use deepseek_protocol::reply::responses::{
     ReportedSettings, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
 };
 use deepseek_stream::processor::StreamProcessor;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::errors::Consumable;
+use crate::slot::Slot;
 use crate::stream::{IntoPyEvent, ProtocolProcessor, TokenizerVocabulary};
-
-fn consumed_generator() -> PyErr {
-    PyRuntimeError::new_err("chunk generator has been consumed")
-}
-
-fn consumed_event() -> PyErr {
-    PyRuntimeError::new_err("protocol chunk has been consumed")
-}
-
-/// Take the value out of a consumable slot, or fail with `consumed`.
-fn take_slot<T>(slot: &Mutex<Option<T>>, consumed: fn() -> PyErr) -> PyResult<T> {
-    slot.lock()
-        .map_err(|_| consumed())?
-        .take()
-        .ok_or_else(consumed)
-}
 
 /// Request settings that Responses response objects report, as the request specified them.
 ///
@@ -89,13 +73,13 @@ impl PyResponsesEcho {
     module = "deepseek_recipe._native"
 )]
 pub struct PyResponsesChunkGenerator {
-    generator: Mutex<Option<ResponsesGenerator>>,
+    generator: Slot<ResponsesGenerator>,
 }
 
 impl PyResponsesChunkGenerator {
     fn from_generator(generator: ResponsesGenerator) -> Self {
         Self {
-            generator: Mutex::new(Some(generator)),
+            generator: Slot::new(Consumable::Generator, generator),
         }
     }
 
@@ -118,7 +102,7 @@ impl PyResponsesChunkGenerator {
         &self,
         namespace_tool_map: BTreeMap<String, (String, String)>,
     ) -> PyResult<Self> {
-        let generator = take_slot(&self.generator, consumed_generator)?;
+        let generator = self.generator.take()?;
         Ok(Self::from_generator(
             generator.with_namespace_tools(namespace_tool_map),
         ))
@@ -126,7 +110,7 @@ impl PyResponsesChunkGenerator {
 
     /// Consume this generator and configure the reported request settings.
     fn with_echo(&self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
-        let generator = take_slot(&self.generator, consumed_generator)?;
+        let generator = self.generator.take()?;
         Ok(Self::from_generator(
             generator.with_settings(echo.inner.clone()),
         ))
@@ -140,19 +124,14 @@ impl PyResponsesChunkGenerator {
     module = "deepseek_recipe._native"
 )]
 pub struct PyResponsesStreamEvent {
-    event: Mutex<Option<ResponsesStreamEvent>>,
+    event: Slot<ResponsesStreamEvent>,
 }
 
 impl PyResponsesStreamEvent {
     pub fn new(event: ResponsesStreamEvent) -> Self {
         Self {
-            event: Mutex::new(Some(event)),
+            event: Slot::new(Consumable::Chunk, event),
         }
-    }
-
-    fn read<R>(&self, f: impl FnOnce(&ResponsesStreamEvent) -> R) -> PyResult<R> {
-        let guard = self.event.lock().map_err(|_| consumed_event())?;
-        guard.as_ref().map(f).ok_or_else(consumed_event)
     }
 }
 
@@ -160,7 +139,7 @@ impl PyResponsesStreamEvent {
 impl PyResponsesStreamEvent {
     /// Compact JSON, keys in wire order.
     fn to_json(&self) -> PyResult<String> {
-        self.read(ResponsesStreamEvent::to_json)
+        self.event.read(ResponsesStreamEvent::to_json)
     }
 }
 
@@ -189,9 +168,9 @@ impl PyResponsesResponse {
         }
     }
 
-    /// Apply `chunk`, which is consumed: using it afterwards raises `RuntimeError`.
+    /// Apply `chunk`, which is consumed: using it afterwards raises `ConsumedError`.
     fn accumulate(&mut self, chunk: PyRef<'_, PyResponsesStreamEvent>) -> PyResult<()> {
-        let event = take_slot(&chunk.event, consumed_event)?;
+        let event = chunk.event.take()?;
         self.inner.accumulate(event);
         Ok(())
     }
@@ -204,7 +183,7 @@ impl PyResponsesResponse {
     /// The SSE event name of `chunk`: its `type`.
     #[staticmethod]
     fn sse_event_name(chunk: PyRef<'_, PyResponsesStreamEvent>) -> PyResult<&'static str> {
-        chunk.read(ResponsesStreamEvent::event_type)
+        chunk.event.read(ResponsesStreamEvent::event_type)
     }
 
     /// Responses streams end without a terminal data message.
@@ -229,7 +208,7 @@ pub fn processor_from(
     let Ok(generator) = generator.cast::<PyResponsesChunkGenerator>() else {
         return Ok(None);
     };
-    let generator = take_slot(&generator.get().generator, consumed_generator)?;
+    let generator = generator.get().generator.take()?;
     let thinking = generator.thinking;
     let emitter = generator.into_emitter();
     Ok(Some(Box::new(StreamProcessor::new(

@@ -19,13 +19,14 @@ pub struct PyTokenizer {
 
 #[pymethods]
 impl PyTokenizer {
+    /// Load a `tokenizer.json` from `path` (a `str` or `os.PathLike`).
     #[staticmethod]
     fn from_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
         // Read here (the message of a failed read is the one `Tokenizer::from_file` gives),
         // so the text can be kept for pickling.
         let text = py
             .detach(|| std::fs::read_to_string(&path))
-            .map_err(|error| pyo3::exceptions::PyRuntimeError::new_err(error.to_string()))?;
+            .map_err(|error| errors::tokenizer_unreadable(&error))?;
         Self::from_str(py, &text)
     }
 
