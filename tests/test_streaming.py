@@ -30,8 +30,8 @@ MESSAGES = {
     "model": "DeepSeek-V4.1-Flash",
     "max_tokens": 100,
     "messages": [{"role": "user", "content": "hi"}],
-    "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}],
-}  # type: ignore[index]
+    "tools": [{"name": "get_weather", "input_schema": TOOLS[0]["function"]["parameters"]}],  # type: ignore[index]
+}
 PROTOCOLS: list[tuple[Any, Any, dict[str, Any]]] = [
     (dr.ChatCompletionRequest, dr.ChatCompletionResponse, CHAT),
     (dr.ResponsesRequest, dr.ResponsesResponse, RESPONSES),
