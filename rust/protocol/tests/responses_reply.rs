@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
-use deepseek_model::ConversionOptions;
+use deepseek_model::{ConversionOptions, ReportedSettings};
 use deepseek_protocol::reply::responses::{
-    ReportedSettings, ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
+    ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
 };
 use deepseek_protocol::ResponsesRequest;
 use deepseek_stream::emit::{

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use deepseek_model::{ConversationRequest, ParsingOptions};
+use deepseek_model::{ConversationRequest, ParsingOptions, ReportedSettings};
 use deepseek_protocol::reply::responses::{
-    ReportedSettings, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
+    ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
 };
 use deepseek_stream::processor::StreamProcessor;
 use pyo3::exceptions::PyRuntimeError;

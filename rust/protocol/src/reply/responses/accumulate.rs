@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use deepseek_model::ReportedSettings;
+
 use super::events::{ContentPart, ResponseObject, ResponsesStreamEvent as Event};
-use super::settings::ReportedSettings;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponsesResponse {

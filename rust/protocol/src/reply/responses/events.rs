@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
+use deepseek_model::ReportedSettings;
 use deepseek_stream::emit::TokenLogprob;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-
-use super::settings::ReportedSettings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
