@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 
 use deepseek_model::{ConversionOptions, ReportedSettings};
-use deepseek_protocol::reply::responses::{
+use deepseek_protocol::ResponsesRequest;
+use deepseek_reply::responses::{
     ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
 };
-use deepseek_protocol::ResponsesRequest;
 use deepseek_stream::emit::{
     Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
 };
