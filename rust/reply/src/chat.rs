@@ -8,4 +8,4 @@ mod events;
 
 pub use accumulate::ChatCompletionResponse;
 pub use emitter::{unix_now, ChatCompletionChunkGenerator, ChatEmitter};
-pub use events::{push_logprob, push_str, ChatCompletionChunk, ChatUsage, Delta, UsageKey};
+pub use events::{ChatCompletionChunk, ChatUsage, Delta, UsageKey};

@@ -7,5 +7,6 @@
 //! sees bytes or token ids (`deepseek-stream` does).
 
 pub mod chat;
+pub mod json;
 pub mod messages;
 pub mod responses;

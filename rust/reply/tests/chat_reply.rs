@@ -19,6 +19,7 @@ use deepseek_protocol::ChatCompletionRequest;
 use deepseek_reply::chat::{
     ChatCompletionChunk, ChatCompletionChunkGenerator, ChatCompletionResponse,
 };
+use deepseek_reply::json::{push_float, FloatSpelling};
 use deepseek_stream::emit::{FinishReason, PromptUsage};
 use deepseek_stream::processor::{InferenceChunk, StreamProcessor, Vocabulary};
 use serde_json::{json, Value};
@@ -317,7 +318,7 @@ fn logprob_spelling_table() {
     ];
     for (value, expected) in table {
         let mut out = String::new();
-        deepseek_reply::chat::push_logprob(&mut out, value);
+        push_float(&mut out, value, FloatSpelling::Single);
         assert_eq!(out, expected, "{value}");
     }
 }

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use deepseek_stream::emit::TokenLogprob;
 use deepseek_stream::Segment;
 
-use super::events::{
-    push_logprobs, push_opt_str, push_str, push_usage, ChatCompletionChunk, ChatUsage, Delta,
-};
+use super::events::{push_logprobs, push_usage, ChatCompletionChunk, ChatUsage, Delta};
+use crate::json::{push_opt_str, push_str};
 
 /// One accumulated tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]

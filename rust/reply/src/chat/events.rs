@@ -1,11 +1,14 @@
 //! The `chat.completion.chunk` (`tests/chat_reply.rs`): its parts kept as values, its JSON
-//! written by hand so the key order and the float spelling are exactly the reference's.
+//! written key by key with the crate's JSON writer (keys come and go with the stream's
+//! state), in the reference's key order; logprobs are spelled `FloatSpelling::Single`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use deepseek_stream::emit::TokenLogprob;
 use deepseek_stream::Segment;
+
+use crate::json::{push_byte_list, push_float, push_opt_str, push_str, FloatSpelling};
 
 /// Whether non-final chunks carry `"usage": null` or omit the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,9 +185,9 @@ fn push_token_fields(out: &mut String, token: &str, logprob: f64, bytes: &[u8]) 
     out.push_str("{\"token\":");
     push_str(out, token);
     out.push_str(",\"logprob\":");
-    push_logprob(out, logprob);
+    push_float(out, logprob, FloatSpelling::Single);
     out.push_str(",\"bytes\":");
-    push_bytes(out, bytes);
+    push_byte_list(out, bytes);
 }
 
 pub(super) fn push_logprobs(out: &mut String, entries: &[TokenLogprob]) {
@@ -205,34 +208,4 @@ pub(super) fn push_logprobs(out: &mut String, entries: &[TokenLogprob]) {
         out.push_str("]}");
     }
     out.push(']');
-}
-
-/// Logprobs are single precision in the reference: `-0.30000001192092896` prints `-0.3`;
-/// a non-finite value prints `null`.
-pub fn push_logprob(out: &mut String, value: f64) {
-    let value = value as f32;
-    out.push_str(&serde_json::to_string(&value).unwrap_or_else(|_| "null".to_owned()));
-}
-
-fn push_bytes(out: &mut String, bytes: &[u8]) {
-    out.push('[');
-    for (n, byte) in bytes.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{byte}");
-    }
-    out.push(']');
-}
-
-/// A JSON string literal (serde_json's escaping).
-pub fn push_str(out: &mut String, text: &str) {
-    out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()));
-}
-
-pub(super) fn push_opt_str(out: &mut String, text: Option<&str>) {
-    match text {
-        Some(text) => push_str(out, text),
-        None => out.push_str("null"),
-    }
 }

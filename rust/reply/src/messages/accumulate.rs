@@ -4,9 +4,8 @@
 use deepseek_stream::emit::PromptUsage;
 use serde_json::{Map, Value};
 
-use super::events::{
-    to_compact_json, BlockDelta, ContentBlock, Message, MessagesStreamEvent, MessagesUsage,
-};
+use super::events::{BlockDelta, ContentBlock, Message, MessagesStreamEvent, MessagesUsage};
+use crate::json::{self, FloatSpelling};
 
 /// One accumulated block: its stream index, the block, and a tool call's argument text.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +83,7 @@ impl MessagesResponse {
 
     /// Compact JSON of the message as accumulated so far.
     pub fn to_json(&self) -> String {
-        to_compact_json(&self.message())
+        json::to_json(&self.message(), FloatSpelling::PyCompact)
     }
 
     fn block_mut(&mut self, index: usize) -> Option<&mut Accumulated> {

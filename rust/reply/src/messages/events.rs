@@ -1,12 +1,11 @@
 //! The Messages stream events and the `message` object (`tests/messages_reply.rs`), in wire
 //! key order; `to_json` is their compact JSON.
 
-use std::io;
-
-use deepseek_model::pyjson::{format_float, FloatStyle};
 use deepseek_stream::emit::{Completion, FinishReason, PromptUsage};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::json::{self, FloatSpelling};
 
 /// The `usage` object of `message_start`, `message_delta` and the accumulated message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -162,33 +161,9 @@ impl MessagesStreamEvent {
         }
     }
 
-    /// Compact JSON, keys in wire order.
+    /// Compact JSON, keys in wire order; tool input floats spelled as the DSML arguments
+    /// spell them.
     pub fn to_json(&self) -> String {
-        to_compact_json(self)
+        json::to_json(self, FloatSpelling::PyCompact)
     }
-}
-
-/// serde_json's compact output, with floats spelled as in the tool-call arguments the model
-/// wrote them from (PYJSON's compact style: `0.00001`, `1e-6`, `1e+16`).
-struct CompactPyFloats;
-
-impl serde_json::ser::Formatter for CompactPyFloats {
-    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
-        writer.write_all(format_float(value, FloatStyle::Compact).as_bytes())
-    }
-
-    fn write_f32<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
-        self.write_f64(writer, f64::from(value))
-    }
-}
-
-pub(super) fn to_compact_json<T: Serialize>(value: &T) -> String {
-    let mut bytes = Vec::new();
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, CompactPyFloats);
-    // Serializing these plain data types into memory cannot fail; an empty object is the
-    // harmless fallback.
-    if value.serialize(&mut serializer).is_err() {
-        return "{}".to_owned();
-    }
-    String::from_utf8(bytes).unwrap_or_else(|_| "{}".to_owned())
 }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use deepseek_model::ReportedSettings;
 
+use crate::json::{self, FloatSpelling};
+
 use super::events::{ContentPart, ResponseObject, ResponsesStreamEvent as Event};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -147,8 +149,7 @@ impl ResponsesResponse {
     }
 
     pub fn to_json(&self) -> String {
-        // Serializing the response cannot fail: every map key is a string.
-        serde_json::to_string(&self.response).unwrap_or_default()
+        json::to_json(&self.response, FloatSpelling::Double)
     }
 }
 
