@@ -7,5 +7,5 @@ mod emitter;
 mod events;
 
 pub use accumulate::ChatCompletionResponse;
-pub use emitter::{unix_now, ChatCompletionChunkGenerator, ChatEmitter};
+pub use emitter::{ChatCompletionChunkGenerator, ChatEmitter};
 pub use events::{ChatCompletionChunk, ChatUsage, Delta, UsageKey};

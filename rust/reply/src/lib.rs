@@ -7,6 +7,7 @@
 //! sees bytes or token ids (`deepseek-stream` does).
 
 pub mod chat;
+mod clock;
 pub mod json;
 pub mod messages;
 pub mod responses;

@@ -9,6 +9,7 @@ use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, Toke
 use deepseek_stream::Segment;
 
 use super::events::{ChatCompletionChunk, ChatUsage, Delta, UsageKey};
+use crate::clock;
 
 /// What a Chat stream needs to know about its request: made by
 /// `ChatCompletionRequest.chunk_generator(request, id, model)`.
@@ -42,7 +43,7 @@ impl ChatCompletionChunkGenerator {
         Self {
             id: id.into(),
             model: model.into(),
-            created: unix_now(),
+            created: clock::unix_seconds(),
             thinking,
             opens: if thinking && starts_in_reasoning {
                 Segment::Reasoning
@@ -60,13 +61,6 @@ impl ChatCompletionChunkGenerator {
             system_fingerprint: None,
         }
     }
-}
-
-/// Seconds since the Unix epoch (0 if the clock is before it).
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// The Chat emitter: one chunk per processor call.

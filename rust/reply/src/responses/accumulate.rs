@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use deepseek_model::ReportedSettings;
 
-use crate::json::{self, FloatSpelling};
-
 use super::events::{ContentPart, ResponseObject, ResponsesStreamEvent as Event};
+use crate::json::{self, FloatSpelling};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponsesResponse {

@@ -4,7 +4,6 @@
 //! follows) when it closes.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use deepseek_model::{ConversationRequest, NamespaceTools, ReportedSettings, RequestReply};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
@@ -16,6 +15,7 @@ use super::events::{
     ResponsesStreamEvent as Event, Role, Status,
 };
 use super::patch_input::PatchInput;
+use crate::clock;
 
 /// The custom tool whose calls become `custom_tool_call` items.
 const APPLY_PATCH: &str = "apply_patch";
@@ -87,12 +87,6 @@ pub struct ResponsesEmitter {
     sequence: u64,
     output: Vec<OutputItem>,
     open: Option<Open>,
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 impl ResponsesEmitter {
@@ -301,7 +295,7 @@ impl Emitter for ResponsesEmitter {
             return;
         }
         self.started = true;
-        self.created_at = now();
+        self.created_at = clock::unix_seconds();
         let sequence_number = self.next_sequence();
         out.push(Event::Created {
             response: self.response(Status::InProgress),
@@ -470,7 +464,7 @@ impl Emitter for ResponsesEmitter {
         };
         self.close_open(status, Phase::FinalAnswer, out);
         let mut response = self.response(status);
-        response.completed_at = Some(now());
+        response.completed_at = Some(clock::unix_seconds());
         response.incomplete_details = incomplete.map(|reason| IncompleteDetails { reason });
         response.output = self.output.clone();
         let prompt = usage.prompt;
