@@ -71,11 +71,6 @@ pub struct ChatEmitter {
 }
 
 impl ChatEmitter {
-    /// The generator's thinking mode.
-    pub fn thinking(&self) -> bool {
-        self.generator.thinking
-    }
-
     fn chunk(&self, delta: Delta) -> ChatCompletionChunk {
         ChatCompletionChunk {
             id: self.generator.id.clone(),

@@ -27,10 +27,6 @@ impl ResponsesResponse {
         }
     }
 
-    pub fn response(&self) -> &ResponseObject {
-        &self.response
-    }
-
     pub fn accumulate(&mut self, event: Event) {
         let output = &mut self.response.output;
         match event {
