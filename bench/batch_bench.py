@@ -3,7 +3,8 @@ loop over the same requests, in one run on this machine.
 
     python bench/batch_bench.py                # ~20k requests, a few minutes on 2 cores
     python bench/batch_bench.py --quick        # ~2k requests
-    python bench/batch_bench.py --record       # also append the report to bench/batch_results.md
+    python bench/batch_bench.py --no-record    # print only (by default the run is recorded: a JSON
+                                               # file in bench/results/, bench/results.md rewritten)
 
 The requests are workload (c) of the tokenization benchmark (``bench/workloads.py``: small
 requests of the three protocols, some with tools, a tool round trip or thinking off) plus one
@@ -27,8 +28,8 @@ Ray ÷ plain. Ray, pyarrow and the bench's text generator are not dependencies o
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
-import platform
 import random
 import sys
 import time
@@ -38,8 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-
-RESULTS = Path(__file__).with_name("batch_results.md")
+import record as R  # noqa: E402
 
 
 def requests(count: int, seed: int) -> list[dict[str, Any]]:
@@ -61,9 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, help="Ray actors")
     parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--record", action="store_true", help=f"append the report to {RESULTS.name}")
+    parser.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
+    parser.add_argument(
+        "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
+    )
     args = parser.parse_args(argv)
     count = 2_000 if args.quick else args.rows
+    command = ("python bench/batch_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    record = R.new_record("batch", dt.datetime.now(dt.timezone.utc), command, args.quick)
 
     import pyarrow as pa
     import ray
@@ -115,34 +120,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# ray data: {ray_seconds:.2f} s", file=sys.stderr)
     same = ray_table.select(plain.column_names).equals(plain.sort_by("id"))
     marginal_rows = count - half_rows
-    plain_marginal = marginal_rows / max(plain_seconds - half_at, 1e-9)
-    ray_marginal = marginal_rows / max(ray_seconds - ray_half_seconds, 1e-9)
+
+    def past_startup(full: float, half: float) -> float | None:
+        # On a loaded machine the half run can take as long as the full one: no figure then.
+        return marginal_rows / (full - half) if full - half > 0.05 * full else None
+
+    def rate(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.0f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or b is None else f"{a / b:.2f}x"
+
+    plain_marginal = past_startup(plain_seconds, half_at)
+    ray_marginal = past_startup(ray_seconds, ray_half_seconds)
 
     lines = [
         "| path | wall s | requests/s | prompt Mtok/s | ÷ plain | past start-up: requests/s | ÷ plain |",
         "|---|---:|---:|---:|---:|---:|---:|",
         f"| plain loop (1 process) | {plain_seconds:.2f} | {count / plain_seconds:,.0f} | "
-        f"{tokens / plain_seconds / 1e6:.2f} | 1.00x | {plain_marginal:,.0f} | 1.00x |",
+        f"{tokens / plain_seconds / 1e6:.2f} | 1.00x | {rate(plain_marginal)} | "
+        f"{ratio(plain_marginal, plain_marginal)} |",
         f"| Ray Data, {args.concurrency} actors | {ray_seconds:.2f} | {count / ray_seconds:,.0f} | "
-        f"{tokens / ray_seconds / 1e6:.2f} | {plain_seconds / ray_seconds:.2f}x | {ray_marginal:,.0f} | "
-        f"{ray_marginal / plain_marginal:.2f}x |",
+        f"{tokens / ray_seconds / 1e6:.2f} | {plain_seconds / ray_seconds:.2f}x | {rate(ray_marginal)} | "
+        f"{ratio(ray_marginal, plain_marginal)} |",
         "",
         f'{count} requests, {tokens:,} prompt tokens, batches of {args.batch_size}. "Past start-up": the '
         f"second half's requests over the time the full run took beyond the half run ({ray_half_seconds:.1f} s "
         f"for Ray, which includes starting the actors and loading the tokenizer in each), the same for the "
         f"loop. ray.init took {init_seconds:.1f} s (not counted). Outputs identical: {'yes' if same else 'NO'}.",
     ]
-    report = "\n".join(lines)
-    print(report)
-    if args.record:
-        load = os.getloadavg()
-        machine = (
-            f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"load average {load[0]:.1f}"
-        )
-        command = "python bench/batch_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        with RESULTS.open("a", encoding="utf-8") as out:
-            out.write(f"\n## {time.strftime('%Y-%m-%d %H:%M')} ({machine})\n\n`{command.strip()}`\n\n{report}\n")
+    m = record["machine"]
+    m["load_end"] = R.loadavg()
+    record["header"] = [
+        f"- command: `{command}`",
+        f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+        f"load average {m['load_start']} at start, {m['load_end']} at end",
+        f"- Ray {ray.__version__}, pyarrow {pa.__version__}",
+    ]
+    record["versions"] = {"ray": ray.__version__, "pyarrow": pa.__version__}
+    record["sections"]["table"] = lines
+    record["figures"] = {
+        "requests": count,
+        "prompt_tokens": tokens,
+        "batch_size": args.batch_size,
+        "actors": args.concurrency,
+        "plain_s": plain_seconds,
+        "plain_half_s": half_at,
+        "ray_s": ray_seconds,
+        "ray_half_s": ray_half_seconds,
+        "ray_init_s": init_seconds,
+        "plain_past_startup_rps": plain_marginal,
+        "ray_past_startup_rps": ray_marginal,
+        "ray_over_plain": plain_seconds / ray_seconds,
+        "ray_over_plain_past_startup": (
+            None if ray_marginal is None or plain_marginal is None else ray_marginal / plain_marginal
+        ),
+        "outputs_identical": bool(same),
+    }
+    print(R.render_run(record))
+    if not args.no_record:
+        R.save(record, args.results)
     return 0 if same else 1
 
 

@@ -17,18 +17,18 @@ measures:
   through the gateway and straight to the engine with the same ids; the difference is the
   gateway's added latency, set against encoding the new turn's text alone.
 
-Ratios are printed against the direct path and against LiteLLM. Results go to
-``bench/gateway-results.md`` (the latest run) and ``bench/results/gateway-<date>.json``
-unless ``--no-record``. Nothing here is imported by the library.
+Ratios are printed against the direct path and against LiteLLM. Unless ``--no-record``, the run
+is recorded as every bench's is (``bench/record.py``): ``bench/results/gateway-<UTC stamp>.json``
+and its sections in ``bench/results.md``. Nothing here is imported by the library.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -37,12 +37,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+import record as R  # noqa: E402
 
 MODEL = "DeepSeek-V4-Pro"
 MASTER_KEY = "sk-bench-only"  # LiteLLM refuses to start without one; sent to every server
@@ -249,12 +250,26 @@ def percentile(values: list[float], q: float) -> float:
 
 @dataclass
 class Report:
-    lines: list[str] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
+    """The run's record (bench/record.py); `add` prints a line and files it under the current
+    section ("header" until a phase starts its own)."""
+
+    record: dict[str, Any]
+    section: str = "header"
 
     def add(self, line: str = "") -> None:
         print(line, flush=True)
-        self.lines.append(line)
+        lines = self.record["header"] if self.section == "header" else self.record["sections"][self.section]
+        lines.append(line)
+
+    def start(self, section: str) -> None:
+        print(flush=True)
+        self.section = section
+        self.record["sections"][section] = []
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        figures: dict[str, Any] = self.record["figures"]
+        return figures
 
 
 def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
@@ -295,8 +310,9 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
             "failed": failed,
         }
     report.figures["small"] = rows
+    report.start("small")
     report.add(
-        f"### Small requests (streamed Chat, {len(prepared.prompt_ids)} prompt tokens, "
+        f"#### Small requests (streamed Chat, {len(prepared.prompt_ids)} prompt tokens, "
         f"{len(ANSWER)} chars out; {n} sequential, then {args.concurrency} concurrent for {seconds:.0f} s)"
     )
     report.add()
@@ -313,10 +329,11 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     added = rows["gateway"]["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
     verdict = "met" if added < 1.0 else "MISSED"
     report.add(f"Target, added TTFB p50 under 1 ms: {added:.3f} ms ({verdict}).")
+    report.record["targets"]["ttfb"] = {"measured": f"{added:.3f} ms", "met": added < 1.0}
     if "litellm" in rows:
         ratio = rows["gateway"]["rps"] / rows["litellm"]["rps"]
         report.add(f"Target, throughput at least LiteLLM's: {ratio:.2f}x ({'met' if ratio >= 1 else 'MISSED'}).")
-    report.add()
+        report.record["targets"]["vs_litellm"] = {"measured": f"{ratio:.2f}x LiteLLM's req/s", "met": ratio >= 1}
 
 
 def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
@@ -338,7 +355,7 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         prepared = frontend.prepare("chat", raw)  # the direct path's ids, made here (not timed)
         direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
         prompt = encoding.render_conversation(prepared.request.conversation).prompt
-        common = len(os.path.commonprefix([previous_prompt, prompt]))
+        common = len(os.path.commonprefix([previous_prompt, prompt]))  # noqa: RUF071 (characters are what is meant)
         previous_prompt = prompt
         via = asyncio.run(latencies(ports["gateway"], "/v1/chat/completions", [raw]))[0]
         direct = asyncio.run(latencies(ports["engine"], "/v1/completions", [direct_body]))[0]
@@ -361,17 +378,22 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
             }
         )
     report.figures["agent"] = rows
-    report.add(f"### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)")
+    report.start("agent")
+    report.add(
+        f"#### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)"
+    )
     report.add()
     report.add(
-        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | encode new turn alone ms | added ÷ new turn |"
+        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms "
+        "| encode new turn alone ms | added ÷ new turn |"
     )
     report.add("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         ratio = row["added_ms"] / row["new_turn_encode_ms"]
         report.add(
-            f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} | {row['gateway_ms']:.1f} | "
-            f"{row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |"
+            f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} "
+            f"| {row['gateway_ms']:.1f} | {row['direct_ms']:.1f} | {row['added_ms']:.1f} "
+            f"| {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x |"
         )
     added = statistics.median(r["added_ms"] for r in rows)
     alone = statistics.median(r["new_turn_encode_ms"] for r in rows)
@@ -381,13 +403,20 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         f"Target, added latency at most 3x encoding the new turn alone: medians {added:.1f} ms vs "
         f"{alone:.2f} ms = {added / alone:.1f}x ({verdict})."
     )
-    report.add()
+    report.record["targets"]["turn_cost"] = {
+        "measured": f"added {added:.1f} ms vs {alone:.2f} ms encoding the new text alone: {added / alone:.1f}x "
+        f"(medians of {rounds} turns)",
+        "met": added <= 3 * alone,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs")
-    parser.add_argument("--no-record", action="store_true", help="print only; do not write results")
+    parser.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
+    parser.add_argument(
+        "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
+    )
     parser.add_argument("--only", default="small,agent", help="phases: small,agent")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--project-python", default=str(ROOT / ".venv" / "bin" / "python"))
@@ -408,13 +437,16 @@ def main() -> int:
     frontend = Frontend()
     ids = frontend.tokenizer.encode(ANSWER)
     script = {"ids": ids, "texts": [frontend.tokenizer.decode([i]) for i in ids]}
-    report = Report()
-    report.add(f"## Gateway benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    report.add()
-    cpus = os.cpu_count()
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    report.add(f"- command: `python3 bench/gateway_bench.py {' '.join(sys.argv[1:])}`".rstrip())
-    report.add(f"- machine: {cpus} CPUs, {platform.platform()}, load average {load} at start")
+    command = f"python3 bench/gateway_bench.py {' '.join(sys.argv[1:])}".rstrip()
+    report = Report(R.new_record("gateway", dt.datetime.now(dt.timezone.utc), command, args.quick))
+    print(R.run_title(report.record) + "\n", flush=True)
+    m = report.record["machine"]
+    report.record["versions"]["project"] = {"version": dr.__version__, "where": str(Path(dr.__file__).parent)}
+    report.add(f"- command: `{command}`")
+    report.add(
+        f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+        f"load average {m['load_start']} at start"
+    )
     report.add(f"- ours: deepseek-recipe-rs {dr.__version__}, `{Path(dr.__file__).parent}`")
     litellm = Path(args.litellm_python)
     with tempfile.TemporaryDirectory() as tmp:
@@ -453,6 +485,7 @@ def main() -> int:
                     capture_output=True,
                     text=True,
                 ).stdout.strip()
+                report.record["versions"]["litellm"] = {"version": version, "where": str(litellm)}
                 report.add(f"- LiteLLM proxy {version}, `{litellm}` (its own virtualenv; default settings)")
                 # Its cost map ships with it: no fetch from the network (there is none here).
                 env = {"LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": MASTER_KEY}
@@ -483,15 +516,7 @@ def main() -> int:
                 if litellm_ctx is not None:
                     litellm_ctx.__exit__(None, None, None)
     if not args.no_record:
-        stamp = time.strftime("%Y-%m-%d", time.gmtime())
-        (ROOT / "bench" / "results").mkdir(exist_ok=True)
-        (ROOT / "bench" / "results" / f"gateway-{stamp}.json").write_text(json.dumps(report.figures, indent=1) + "\n")
-        (ROOT / "bench" / "gateway-results.md").write_text(
-            "# Gateway benchmark: the latest run\n\nWritten by `python3 bench/gateway_bench.py` "
-            "(see its docstring and bench/README.md); raw figures in `bench/results/`.\n\n"
-            + "\n".join(report.lines)
-            + "\n"
-        )
+        R.save(report.record, args.results)
     return 0
 
 

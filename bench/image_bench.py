@@ -50,7 +50,8 @@ for path in sorted(folder.iterdir(), key=lambda p: (p.suffix, p.stat().st_size))
         wall, cpu = time.perf_counter(), time.process_time()
         info = pre.preprocess(data, options)
         walls.append(time.perf_counter() - wall); cpus.append(time.process_time() - cpu)
-    rows.append([path.name, statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3, info.width, info.height, len(info.data)])
+    wall_ms, cpu_ms = statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3
+    rows.append([path.name, wall_ms, cpu_ms, info.width, info.height, len(info.data)])
 print(json.dumps(rows))
 """
 

@@ -3,7 +3,8 @@ simulated engine replicas, each with an LRU cache of KV blocks, under four routi
 
     python bench/route_sim.py                 # 4, 16 and 64 replicas, about 10 minutes on 2 cores
     python bench/route_sim.py --quick         # small and short, a few seconds
-    python bench/route_sim.py --record        # also append the table to bench/route_sim_results.md
+    python bench/route_sim.py --no-record     # print only (by default the run is recorded: a JSON
+                                              # file in bench/results/, bench/results.md rewritten)
 
 It drives the library's real routing code: prompts are exact id arrays, hashed by
 ``deepseek_recipe.block_hashes`` (the Rust core), and ``round_robin``, ``least_loaded`` and
@@ -35,23 +36,22 @@ Reported, over requests that arrive after the warm-up:
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import heapq
-import os
-import platform
 import random
 import sys
 import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from deepseek_recipe.routing import LeastLoaded, PrefixRouter, PromptBlocks, RoundRobin, Router, load_share
 
 BOS, USER, ASSISTANT, TOOL = 0, 1, 2, 3  # the template tokens of the generated prompts
 POLICIES = ("round_robin", "least_loaded", "prefix", "oracle")
-RESULTS = Path(__file__).with_name("route_sim_results.md")
+BENCH = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -315,8 +315,11 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def verdict(results: list[Result], load_goal: float = 1.3, hit_goal: float = 0.9) -> list[str]:
-    """One line per replica count: is the router within 10% of the oracle, under 1.3x?"""
+def goals(
+    results: list[Result], load_goal: float = 1.3, hit_goal: float = 0.9
+) -> list[tuple[Result, Result, float, bool]]:
+    """Per replica count: the router, the oracle, the router's share of the oracle's hit rate,
+    and whether it is within 10% of the oracle's with load imbalance under 1.3x."""
     out = []
     for n in sorted({r.replicas for r in results}):
         by = {r.policy: r for r in results if r.replicas == n}
@@ -324,12 +327,17 @@ def verdict(results: list[Result], load_goal: float = 1.3, hit_goal: float = 0.9
         if router is None or oracle is None:
             continue
         ratio = router.hit_rate / oracle.hit_rate if oracle.hit_rate else 0.0
-        met = ratio >= hit_goal and router.imbalance < load_goal
-        out.append(
-            f"{n} replicas: router hit rate {router.hit_rate:.1%} = {ratio:.1%} of the oracle's "
-            f"({oracle.hit_rate:.1%}), imbalance {router.imbalance:.2f}x: goal {'met' if met else 'MISSED'}"
-        )
+        out.append((router, oracle, ratio, ratio >= hit_goal and router.imbalance < load_goal))
     return out
+
+
+def verdict(results: list[Result], load_goal: float = 1.3, hit_goal: float = 0.9) -> list[str]:
+    """One line per replica count: is the router within 10% of the oracle, under 1.3x?"""
+    return [
+        f"{router.replicas} replicas: router hit rate {router.hit_rate:.1%} = {ratio:.1%} of the oracle's "
+        f"({oracle.hit_rate:.1%}), imbalance {router.imbalance:.2f}x: goal {'met' if met else 'MISSED'}"
+        for router, oracle, ratio, met in goals(results, load_goal, hit_goal)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -345,8 +353,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--block-size", type=int, default=Knobs.block_size)
     parser.add_argument("--load-factor", type=float, default=Knobs.load_factor)
     parser.add_argument("--seed", type=int, default=Knobs.seed)
-    parser.add_argument("--record", action="store_true", help=f"append the table to {RESULTS.name}")
+    parser.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=BENCH / "results.md",
+        help="the results file to rewrite (records go to results/ beside it)",
+    )
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(BENCH))
+    import record as R
+
+    command = ("python bench/route_sim.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    record = R.new_record("route_sim", dt.datetime.now(dt.timezone.utc), command, args.quick)
     counts = [4, 8] if args.quick else [int(n) for n in args.replicas.split(",")]
     seconds, warmup = (240.0, 80.0) if args.quick else (args.seconds, args.warmup)
     policies = [p for p in args.policies.split(",") if p]
@@ -369,14 +388,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = simulate(policy, knobs, agents, sessions)
             print(f"#   {policy}: {result.hit_rate:.1%} hit, {result.imbalance:.2f}x", file=sys.stderr, flush=True)
             results.append(result)
-    command = "python bench/route_sim.py " + " ".join(argv if argv is not None else sys.argv[1:])
     report = [table(results), "", *verdict(results)]
-    print("\n".join(report))
-    if args.record:
-        machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-        header = f"\n## {time.strftime('%Y-%m-%d %H:%M')} ({machine})\n\n`{command.strip()}`\n\n"
-        with RESULTS.open("a", encoding="utf-8") as out:
-            out.write(header + "\n".join(report) + "\n")
+    m = record["machine"]
+    m["load_end"] = R.loadavg()
+    record["header"] = [
+        f"- command: `{command}`",
+        f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
+        f"load average {m['load_start']} at start, {m['load_end']} at end",
+    ]
+    record["sections"]["table"] = report
+    record["figures"] = {
+        "knobs": {k: v for k, v in asdict(knobs).items() if k != "replicas"},
+        "results": [asdict(r) for r in results],
+    }
+    met = goals(results)
+    if met:
+        record["targets"]["routing"] = {
+            "measured": ", ".join(str(router.replicas) for router, _, _, _ in met)
+            + " replicas: "
+            + ", ".join(f"{ratio:.1%}" for _, _, ratio, _ in met)
+            + " of the oracle's hit rate; imbalance "
+            + ", ".join(f"{router.imbalance:.2f}x" for router, _, _, _ in met),
+            "met": all(ok for _, _, _, ok in met),
+        }
+    print(R.render_run(record))
+    if not args.no_record:
+        R.save(record, args.results)
     return 0
 
 

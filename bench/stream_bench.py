@@ -8,7 +8,8 @@ the worker (`--worker`, run by the project's venv python and by the reference's 
 python, one process each; the project never imports the reference). The orchestrator
 generates seeded workloads (no downloads) into bench/.data/stream-<hash>/, runs both
 workers, checks that both produced the same stream output, prints one table per workload
-and appends the report to bench/results.md.
+and records the run (bench/record.py: a JSON file in bench/results/, and bench/results.md
+rewritten).
 
 Workloads (model output pushed into a `StreamProcessor`, model DeepSeek-V4-Pro, thinking on):
   1  reasoning (~150k chars) + `</think>` + answer (~50k chars), text pieces of 1-4 chars
@@ -334,14 +335,15 @@ def us(x: float) -> str:
 
 def report_tables(
     kinds: list[str], protocols: list[str], res: dict[str, dict[tuple[str, str, str], Any]]
-) -> tuple[list[str], list[str]]:
+) -> tuple[dict[str, list[str]], list[str]]:
+    """One markdown section per workload, and the mismatch messages."""
     from tokenize_bench import fmt, ratio
 
-    lines: list[str] = []
+    sections: dict[str, list[str]] = {}
     mismatches: list[str] = []
     labels = [lb for lb in ("project", "ref") if lb in res]
     for k in kinds:
-        lines += ["", f"### {TITLES[k]}", ""]
+        lines = sections[k] = [f"#### {TITLES[k]}", ""]
         unit = "Mid/s" if k == "3" else "MB/s"
         lines += [
             f"| protocol | implementation | pushes | wall s | CPU s | µs/push (wall) | µs/push (CPU) | {unit} "
@@ -403,7 +405,7 @@ def report_tables(
                     "random call ids masked): ours, deepseek-recipe 0.2.0"
                 ]
             )
-    return lines, mismatches
+    return sections, mismatches
 
 
 def main() -> int:
@@ -424,14 +426,20 @@ def main() -> int:
     ap.add_argument("--impls", default="project,ref", help="project,ref")
     ap.add_argument("--seed", type=int, default=20261)
     ap.add_argument("--no-setup", action="store_true", help="do not create the reference virtualenv")
-    ap.add_argument("--no-record", action="store_true", help="do not append to bench/results.md")
-    ap.add_argument("--results", type=Path, default=BENCH / "results.md")
+    ap.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=BENCH / "results.md",
+        help="the results file to rewrite (records go to results/ beside it)",
+    )
     args = ap.parse_args()
     if args.worker:
         return worker_main(args)
 
     sys.path.insert(0, str(BENCH))
-    import tokenize_bench as TB  # shared: reference venv, machine info, dev-build check
+    import record as R
+    import tokenize_bench as TB  # shared: reference venv, dev-build check
     import workloads as W
 
     kinds = [x.strip() for x in args.only.split(",") if x.strip() in TITLES]
@@ -442,7 +450,7 @@ def main() -> int:
         "bash bench/run.sh --stream " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a != "--stream")
     ).rstrip()
     started = dt.datetime.now(dt.timezone.utc)
-    load_start = TB.loadavg()
+    record = R.new_record("stream", started, command, args.quick)
     build_note = TB.project_build_note(args.project_python) if "project" in impls else ""
 
     pythons: dict[str, Path] = {"project": args.project_python}
@@ -506,22 +514,22 @@ def main() -> int:
             run["bytes"] = wl_bytes[run["kind"]][run["size"]]
             results.setdefault(impl, {})[(run["kind"], run["protocol"], run["size"])] = run
 
-    m = TB.machine()
-    lines = [
-        f"## {started:%Y-%m-%d %H:%M} UTC, streaming{' (quick)' if args.quick else ''}",
-        "",
+    m = record["machine"]
+    m["load_end"] = R.loadavg()
+    header = [
         f"- command: `{command}`",
         f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
-        f"load average {load_start} at start, {TB.loadavg()} at end",
+        f"load average {m['load_start']} at start, {m['load_end']} at end",
         f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`",
     ]
     for impl in impls:
         i = info.get(impl, {})
         if i.get("version"):
-            lines.append(f"- {IMPL_NAMES[impl]}: version {i['version']}, `{i.get('where', '?')}`")
+            record["versions"][impl] = {"version": i["version"], "where": i.get("where")}
+            header.append(f"- {IMPL_NAMES[impl]}: version {i['version']}, `{i.get('where', '?')}`")
     if build_note:
-        lines.append(f"- project native module (at start): {build_note}")
-    lines += [
+        header.append(f"- project native module (at start): {build_note}")
+    header += [
         "",
         "Each push is `StreamProcessor.push(chunk)` on a chunk built before timing; wall and CPU time "
         "cover the whole stream (ready, every piece, finish, `finish()`), with the cyclic GC off. "
@@ -529,19 +537,38 @@ def main() -> int:
         "**ref ÷ ours above 1: we are faster.** Full size = 4N; the linearity table compares it with a "
         "stream a quarter as long (N).",
     ]
-    tables, mismatches = report_tables(kinds, protocols, results)
-    lines += tables
+    sections, mismatches = report_tables(kinds, protocols, results)
+    total = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
     if failures:
-        lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
-    lines.append(f"\ntotal bench time {(dt.datetime.now(dt.timezone.utc) - started).total_seconds():.0f} s")
-    report = "\n".join(lines) + "\n"
-    print(report)
+        header += ["", "Failures:", ""] + [f"- {f}" for f in failures]
+    header.append(f"\ntotal bench time {total:.0f} s")
+    record["header"] = header
+    record["sections"] = sections
+    # every stream measured: {workload: {protocol: {size: {implementation: run}}}}
+    streams: dict[str, Any] = {}
+    for impl, runs in results.items():
+        for (kind, protocol, size), run in runs.items():
+            streams.setdefault(kind, {}).setdefault(protocol, {}).setdefault(size, {})[impl] = run
+    for by_protocol in streams.values():
+        for by_size in by_protocol.values():
+            for runs in by_size.values():
+                if "project" in runs and "ref" in runs:
+                    runs["wall_ref_over_ours"] = runs["ref"]["wall"] / runs["project"]["wall"]
+                    runs["cpu_ref_over_ours"] = runs["ref"]["cpu"] / runs["project"]["cpu"]
+    record["figures"] = {
+        "seed": args.seed,
+        "data": str(data.relative_to(ROOT)),
+        "protocols": protocols,
+        "streams": streams,
+        "mismatches": mismatches,
+        "failures": failures,
+        "total_s": round(total),
+    }
+    print(R.render_run(record))
     if mismatches:
         print("\n".join(["", "#" * 78, "# STREAM OUTPUT MISMATCH", "#" * 78] + mismatches), file=sys.stderr)
     if not args.no_record:
-        with open(args.results, "a", encoding="utf-8") as f:
-            f.write("\n" + report)
-        log(f"appended to {args.results}")
+        R.save(record, args.results)
     return 1 if (mismatches or failures) else 0
 
 

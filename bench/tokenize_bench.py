@@ -6,9 +6,10 @@ Standard library only. It generates seeded workloads (no downloads), makes sure 
 bench-only virtualenvs exist (bench/.venv-peers for `tokenizers`, `fastokens`,
 `gigatoken`; bench/.venv-ref or /tmp/refvenv for `deepseek-recipe==0.2.0`), runs every
 implementation in its own process (`worker.py`), checks that all of them produced
-identical token ids, prints one table per workload and appends the report to
-bench/results.md. Exit status: 0 all ids equal and nothing failed; 1 an id mismatch or
-a failed implementation; 2 the environment could not be set up.
+identical token ids, prints one table per workload and records the run (bench/record.py:
+a JSON file in bench/results/, and bench/results.md rewritten). Exit status: 0 all ids
+equal and nothing failed; 1 an id mismatch or a failed implementation; 2 the environment
+could not be set up.
 See bench/README.md for the workloads and how to read the ratios.
 """
 
@@ -20,7 +21,6 @@ import hashlib
 import inspect
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -36,6 +36,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
+import record as R  # noqa: E402
 import workloads as W  # noqa: E402
 
 PEERS_VENV = BENCH / ".venv-peers"
@@ -192,38 +193,6 @@ def ref_python() -> Path:
 
 
 # -- machine ---------------------------------------------------------------------------
-
-
-def machine() -> dict[str, str]:
-    cpu = "?"
-    try:
-        for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        for ln in Path("/proc/meminfo").read_text().splitlines():
-            if ln.startswith("MemTotal"):
-                mem = f"{int(ln.split()[1]) / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    return {
-        "nproc": str(os.cpu_count()),
-        "cpu": cpu,
-        "memory": mem,
-        "os": platform.platform(),
-        "python": platform.python_version(),
-    }
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
 
 
 def project_build_note(python: Path) -> str:
@@ -423,7 +392,8 @@ def compare_ids(out: Path, name: str, labels: list[str], results: dict[str, Any]
         item, acc = "?", 0
         for r in results[base]["workloads"][name]["runs"]:
             if i < acc + r["tokens"]:
-                item = f"{r['label']}{'' if 'round' not in r else ' round %d' % r['round']}, token {i - acc}"
+                round_ = "" if "round" not in r else f" round {r['round']}"
+                item = f"{r['label']}{round_}, token {i - acc}"
                 break
             acc += r["tokens"]
         msgs.append(
@@ -607,54 +577,54 @@ def median_wall(res: dict[str, Any], label: str, name: str, run_label: str | Non
     return statistics.median(walls) if walls else None
 
 
-def targets(res: dict[str, Any]) -> list[str]:
-    """Issue #5's targets against this run's numbers: ratio, threshold, met or not."""
-
-    def r(x: float | None, y: float | None) -> float | None:
-        return x / y if x and y else None
-
-    def verdict(value: float | None, floor: float) -> str:
-        return "-" if value is None else ("**met**" if value >= floor else "not met")
-
-    rows = ["| target | level | measured in this run | met? |", "|---|---|---|---:|"]
+def targets(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """This run's measure of the targets in record.TARGETS that it can check."""
+    out: dict[str, dict[str, Any]] = {}
     protocols = [("Chat", "a_chat"), ("Responses", "a_responses"), ("Messages", "a_messages")]
-    a = {p: r(median_wall(res, "ref", n), median_wall(res, "project", n)) for p, n in protocols}
-    if any(a.values()):
-        worst = min((v for v in a.values() if v), default=None)
-        rows.append(
-            "| (a) ~300k-token agent conversation: ≥10x faster than deepseek-recipe 0.2.0 | request to ids | "
-            + ", ".join(f"{p} {v:.1f}x" for p, v in a.items() if v)
-            + f" | {verdict(worst, 10)} |"
-        )
-    b_levels = [("request to ids", "project", "project-1t"), ("tokenizer alone", "native", "native-1t")]
-    for level, two, one in b_levels:
-        b = r(median_wall(res, one, "b_big"), median_wall(res, two, "b_big"))
-        if b:
-            rows.append(
-                f"| (b) 1M-token message: 2 threads ≥1.8x faster than 1 | {level} | {b:.2f}x | {verdict(b, 1.8)} |"
-            )
-    for level, label in (("request to ids", "project"), ("tokenizer alone", "native")):
-        d = r(median_wall(res, label, "d_grow", "fresh N+1"), median_wall(res, label, "d_grow", "N+1 after N"))
-        if d:
-            rows.append(
-                f"| (d) new turn ≥50x cheaper than the conversation from scratch | {level} | {d:.1f}x | "
-                f"{verdict(d, 50)} |"
-            )
+    walls = {p: (median_wall(res, "ref", n), median_wall(res, "project", n)) for p, n in protocols}
+    a = {p: ref / ours for p, (ref, ours) in walls.items() if ref and ours}
+    if a:
+        out["a_vs_ref"] = {
+            "measured": ", ".join(f"{p} {v:.1f}x" for p, v in a.items()),
+            "met": min(a.values()) >= 10,
+            "ratios": a,
+        }
     ours = median_wall(res, "project-1c", "e_text")
     peers = {p: median_wall(res, f"{p}-1c", "e_text") for p in ONE_CORE if p != "project"}
     peers = {p: w for p, w in peers.items() if w}
     if ours and peers:
-        fastest_peer = min(peers, key=lambda p: peers[p])
-        fastest = peers[fastest_peer]
-        rows.append(
-            "| (e) raw text, one core: at least as fast as the fastest exact peer | Tokenizer.encode | "
-            + ", ".join(f"{p} {w:.3f} s" for p, w in peers.items())
-            + f", ours {ours:.3f} s "
-            f"({fastest / ours:.2f}x; per process: ours {wall_range(res, 'project-1c', 'e_text')} s, "
-            f"{fastest_peer} {wall_range(res, fastest_peer + '-1c', 'e_text')} s) | "
-            f"{verdict(fastest / ours, 1.0)} |"
-        )
-    return rows
+        fastest = min(peers, key=lambda p: peers[p])
+        slower = ours / peers[fastest]
+        out["e_vs_peer"] = {
+            "measured": f"ours {ours:.3f} s, {fastest} {peers[fastest]:.3f} s: {slower:.2f}x its time "
+            f"(per process: ours {wall_range(res, 'project-1c', 'e_text')} s, "
+            f"{fastest} {wall_range(res, fastest + '-1c', 'e_text')} s)",
+            "met": slower <= 1.2,
+            "ours_over_fastest_peer": slower,
+            "fastest_peer": fastest,
+        }
+    return out
+
+
+def figures(name: str, labels: list[str], res: dict[str, Any], nbytes: dict[str, list[int]]) -> dict[str, Any]:
+    """The raw figures of one workload: every measured call, medians and ratios to ours."""
+    out: dict[str, Any] = {"bytes": nbytes, "implementations": {}}
+    for lb in labels:
+        wr = res[lb]["workloads"][name]
+        runs = wr["runs"]
+        entry: dict[str, Any] = {"name": IMPL_NAMES.get(lb, lb), "tokens": wr.get("tokens"), "runs": runs}
+        if name == "d_grow":
+            entry["median_wall_s"] = {k: median_wall(res, lb, name, k) for k in ("N", "N+1 after N", "fresh N+1")}
+        else:
+            entry["median_wall_s"] = statistics.median(r["wall"] for r in runs)
+            entry["median_cpu_s"] = statistics.median(r["cpu"] for r in runs)
+            base = "project-1c" if lb.endswith("-1c") else "project"
+            ours = res.get(base, {}).get("workloads", {}).get(name)
+            if ours:
+                entry["wall_vs_ours"] = entry["median_wall_s"] / statistics.median(r["wall"] for r in ours["runs"])
+                entry["cpu_vs_ours"] = entry["median_cpu_s"] / statistics.median(r["cpu"] for r in ours["runs"])
+        out["implementations"][lb] = entry
+    return out
 
 
 def main() -> int:
@@ -670,8 +640,10 @@ def main() -> int:
     ap.add_argument("--impls", default=",".join(ALL_IMPLS), help="implementations to run")
     ap.add_argument("--seed", type=int, default=20260)
     ap.add_argument("--no-setup", action="store_true", help="do not create or update the virtualenvs")
-    ap.add_argument("--no-record", action="store_true", help="do not append to bench/results.md")
-    ap.add_argument("--results", type=Path, default=BENCH / "results.md")
+    ap.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
+    ap.add_argument(
+        "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the ids files (printed path)")
     ap.add_argument(
         "--no-native", action="store_true", help="skip the Rust tokenizer-alone runs of (b) and (d) (they need cargo)"
@@ -683,7 +655,7 @@ def main() -> int:
     sizes = SIZES["quick" if args.quick else "full"]
     command = ("bash bench/run.sh " + " ".join(shlex.quote(a) for a in sys.argv[1:])).rstrip()
     started = dt.datetime.now(dt.timezone.utc)
-    load_start = loadavg()
+    record = R.new_record("tokenize", started, command, args.quick)
     build_note = project_build_note(args.project_python) if "project" in impls else ""
 
     # environments
@@ -797,33 +769,35 @@ def main() -> int:
             notes.append(why)
             log(why)
 
-    # report
-    m = machine()
-    lines = [
-        f"## {started:%Y-%m-%d %H:%M} UTC{' (quick)' if args.quick else ''}",
-        "",
+    # report: the run's header, then one section per workload
+    m = record["machine"]
+    m["load_end"] = R.loadavg()
+    header = [
         f"- command: `{command}`",
         f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; {m['os']}; "
-        f"load average {load_start} at start, {loadavg()} at end",
+        f"load average {m['load_start']} at start, {m['load_end']} at end",
         f"- seed {args.seed}; workload data `{data.relative_to(ROOT)}`",
     ]
     for label in ["project", "project-1t", "ref", *PEERS]:
         i = info.get(label)
         if i and i.get("status") != "unavailable":
-            lines.append(
+            record["versions"][label] = {k: i.get(k) for k in ("version", "load_s", "where")}
+            header.append(
                 f"- {IMPL_NAMES[label]}: version {i.get('version', '?')}, tokenizer load {fmt(i.get('load_s'))} s"
                 + (f", `{i['where']}`" if i.get("where") else "")
             )
     if build_note:
-        lines.append(f"- project native module (at start): {build_note}")
-    lines += [f"- note: {n}" for n in notes]
-    lines.append("")
-    lines.append(
+        header.append(f"- project native module (at start): {build_note}")
+    header += [f"- note: {n}" for n in notes]
+    header += [
+        "",
         "Ratios are time ÷ our time: 2.00x means that implementation took twice as long as ours "
         "(we are 2x faster); 0.50x means it took half as long. The tokenizer libraries get the "
         "prompt pre-split at its special ranges, so their times exclude request parsing, conversion "
-        "and rendering (see README)."
-    )
+        "and rendering (see README).",
+    ]
+    record["header"] = header
+    record["figures"] = {"seed": args.seed, "data": str(data.relative_to(ROOT)), "workloads": {}}
     for n in names:
         labels = [
             lb
@@ -832,18 +806,19 @@ def main() -> int:
         ]
         one_core = [lb for lb in labels if lb.endswith("-1c")]
         labels = [lb for lb in labels if lb not in one_core]
-        lines += ["", f"### {TITLES[n]}", ""]
+        lines = [f"#### {TITLES[n]}", ""]
+        record["sections"][n] = lines
         if not labels:
             lines.append("(no implementation finished this workload)")
             continue
-        nbytes = workload_bytes(data, n) if n != "d_grow" else {}
+        nbytes = workload_bytes(data, n)
+        record["figures"]["workloads"][n] = figures(n, labels + one_core, results, nbytes)
         first = results[labels[0]]["workloads"][n]
         if n == "d_grow":
-            sizes_d = workload_bytes(data, n)
             toks = [r["tokens"] for r in first["runs"] if r["label"] == "fresh N+1"]
             lines.append(
                 f"{len(toks)} round(s); N+1-step conversation ~{statistics.median(toks):,.0f} tokens, "
-                f"~{statistics.median(sizes_d['fresh']) / 1e6:.2f} MB rendered"
+                f"~{statistics.median(nbytes['fresh']) / 1e6:.2f} MB rendered"
             )
             lines.append("")
             lines += table_growing(labels, results)
@@ -870,31 +845,27 @@ def main() -> int:
             if n == "b_big" and "project" in labels and "project-1t" in labels:
                 w2 = statistics.median(run_walls(results, "project", n))
                 w1 = statistics.median(run_walls(results, "project-1t", n))
+                record["figures"]["workloads"][n]["speedup_default_threads_over_1"] = w1 / w2
                 lines += [
                     "",
                     f"ours, 1 thread vs default threads: {w1:.3f} s vs {w2:.3f} s "
                     f"(speed-up {w1 / w2:.2f}x with {m['nproc']} CPUs)",
                 ]
         mm = compare_ids(out, n, labels + one_core, results)
+        record["figures"]["workloads"][n]["ids_identical"] = not mm
         if mm:
             mismatches += mm
             lines += [""] + ["```"] + mm + ["```"]
         else:
             lines += ["", f"ids identical across: {', '.join(IMPL_NAMES.get(lb, lb) for lb in labels + one_core)}"]
-    lines += [
-        "",
-        "### Targets",
-        "",
-        'Issue #5\'s targets, from the tables above (medians). "request to ids" is the whole '
-        'Python call; "tokenizer alone" is the Rust tokenizer given the rendered prompt.',
-        "",
-    ]
-    lines += targets(results)
+    record["targets"] = targets(results)
+    total = (dt.datetime.now(dt.timezone.utc) - started).total_seconds()
+    record["figures"]["failures"] = failures
+    record["figures"]["total_s"] = round(total)
     if failures:
-        lines += ["", "### Failures", ""] + [f"- {f}" for f in failures]
-    lines.append(f"\ntotal bench time {(dt.datetime.now(dt.timezone.utc) - started).total_seconds():.0f} s")
-    report = "\n".join(lines) + "\n"
-    print(report)
+        header += ["", "Failures:", ""] + [f"- {f}" for f in failures]
+    header.append(f"\ntotal bench time {total:.0f} s")
+    print(R.render_run(record))
     if mismatches:
         print(
             "\n".join(
@@ -903,9 +874,7 @@ def main() -> int:
             file=sys.stderr,
         )
     if not args.no_record:
-        with open(args.results, "a", encoding="utf-8") as f:
-            f.write("\n" + report)
-        log(f"appended to {args.results}")
+        R.save(record, args.results)
     if args.keep:
         log(f"ids kept in {out}")
     else:

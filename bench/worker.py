@@ -38,8 +38,9 @@ import sys
 import time
 import traceback
 from array import array
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 Ids = list[int]
 
@@ -125,8 +126,9 @@ class Peer:
             self.one: Callable[[str], Any] = lambda s: ht.encode(s, add_special_tokens=False).ids
             self.version = tokenizers.__version__
         elif which == "fastokens":
-            import fastokens
             from importlib.metadata import version
+
+            import fastokens
 
             ft: Any = fastokens.Tokenizer.from_json_str(plain)
 
@@ -142,8 +144,9 @@ class Peer:
             self.one = lambda s: ft.encode(s).ids
             self.version = version("fastokens")
         elif which == "gigatoken":
-            import gigatoken
             from importlib.metadata import version
+
+            import gigatoken
 
             gt = gigatoken.Tokenizer.from_json(plain)
             self.batch = lambda xs: gt.encode_batch_list(xs)
@@ -188,7 +191,7 @@ class Sink:
     """Appends ids to the output file as little-endian uint32."""
 
     def __init__(self, path: Path) -> None:
-        self.f = open(path, "wb")
+        self.f = open(path, "wb")  # noqa: SIM115 (kept open across add() calls, closed by its owner)
         self.count = 0
 
     def add(self, ids: Any) -> int:

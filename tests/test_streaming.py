@@ -4,6 +4,7 @@ and a misbehaving model still ends with each protocol's terminal events.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -81,7 +82,7 @@ def run(protocol: tuple[Any, Any, dict[str, Any]], pieces: list[str], finish: An
 
 def split(text: str, cuts: list[int]) -> list[str]:
     bounds = [0] + sorted({c % (len(text) + 1) for c in cuts}) + [len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

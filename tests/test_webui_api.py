@@ -494,7 +494,7 @@ def test_the_docs_examples_run(server: ServerThread, capsys: pytest.CaptureFixtu
     namespace: dict[str, object] = {}
     for block in blocks:
         code = block.replace("http://127.0.0.1:8000", server.url)
-        exec(compile(code, "docs/webui.md", "exec"), namespace)  # noqa: S102 - our own docs
+        exec(compile(code, "docs/webui.md", "exec"), namespace)
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "typed, plain text: ['<｜User｜>']"
     assert "'name': 'get_weather', 'arguments': '{\"city\": \"Paris\"}'" in lines[2]

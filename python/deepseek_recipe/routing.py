@@ -116,7 +116,7 @@ class Router(ABC):
         """Rank ``available`` (replica indices, at least one) given every replica's requests
         in flight (``loads``, indexed by replica)."""
 
-    def routed(self, blocks: PromptBlocks | None, replica: int) -> None:
+    def routed(self, blocks: PromptBlocks | None, replica: int) -> None:  # noqa: B027 (an optional hook)
         """``replica`` accepted the request whose prompt is ``blocks``."""
 
 

@@ -64,10 +64,10 @@ def crc_of(counts: list[int]) -> int:
 
 def token_tables() -> dict[str, Any]:
     grid = [crc_of([tokens(w, h) for h in range(1, 4097)]) for w in range(1, 4097)]
-    tall = [crc_of([tokens(w, h) for h in range(1, 131073)]) for w in range(0, 65)]
-    wide = [crc_of([tokens(h, w) for h in range(1, 131073)]) for w in range(0, 65)]
+    tall = [crc_of([tokens(w, h) for h in range(1, 131073)]) for w in range(65)]
+    wide = [crc_of([tokens(h, w) for h in range(1, 131073)]) for w in range(65)]
     multiples = [crc_of([tokens(14 * i, 14 * j) for j in range(1, 1171)]) for i in range(1, 1171)]
-    explicit = [[w, h, tokens(w, h)] for w in range(0, 257) for h in range(0, 257)]
+    explicit = [[w, h, tokens(w, h)] for w in range(257) for h in range(257)]
     corners = [0, 1, 2, 13, 14, 15, 41, 42, 43, 543, 544, 545, 546, 16383, 16384, 2**31, U32_MAX - 14, U32_MAX]
     explicit += [[w, h, tokens(w, h)] for w in corners for h in corners]
     rng = random.Random(20260419)

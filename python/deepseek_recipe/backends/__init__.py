@@ -133,8 +133,8 @@ class Backend(ABC):
         """Requests currently streaming from this backend."""
         return 0
 
-    def bind_metrics(self, metrics: Metrics) -> None:
+    def bind_metrics(self, metrics: Metrics) -> None:  # noqa: B027 (an optional hook)
         """Report per-replica metrics into ``metrics`` (pools do; called by the gateway)."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 (an optional hook)
         """Release connections (called once at shutdown)."""

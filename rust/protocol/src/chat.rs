@@ -21,9 +21,9 @@ use deepseek_model::{
     Message, ParsingOptions, ReplySettings, ResponseFormat, Role, SpecialToken,
     ThinkingInitialStage, ToolChoice,
 };
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::Value;
 
-use crate::schema::{self, SchemaUse};
 use crate::thinking::{self, resolve_thinking};
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::{intake, ProtocolError};

@@ -14,7 +14,6 @@ pub mod intake;
 pub mod messages;
 mod placeholder_text;
 pub mod responses;
-pub mod schema;
 mod text_or_list;
 pub mod thinking;
 pub mod tools;

@@ -19,9 +19,9 @@ use deepseek_model::{
     Message, ParsingOptions, ReasoningContentBehavior, ReportedSettings, RequestReply,
     ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice, ToolDefinition,
 };
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::Value;
 
-use crate::schema::{self, SchemaUse};
 use crate::tools::RequestedToolChoice;
 use crate::{intake, thinking, tools, ProtocolError};
 

@@ -1,6 +1,6 @@
 //! Tool definitions shared by all protocols (`tests/tools_rules.rs`, `tests/tools_corpus.rs`):
 //! name validation, parameter-schema validation (the schema rules live in
-//! [`crate::schema`]), uniqueness, tool_choice semantics and the output constraint.
+//! [`deepseek_schema`]), uniqueness, tool_choice semantics and the output constraint.
 //!
 //! Check order, as the reference reports it: every tool name first (in declaration
 //! order); then, tool by tool, "name already seen" and that tool's schema; then, once the
@@ -12,9 +12,8 @@ use std::collections::HashSet;
 use deepseek_model::{
     ConversionError, ModelVersion, OutputConstraint, ResponseFormat, ToolChoice, ToolDefinition,
 };
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::{Map, Value};
-
-use crate::schema::{self, SchemaUse};
 
 /// A function tool as a protocol declared it, before validation.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,8 +14,8 @@
 use std::path::PathBuf;
 
 use deepseek_model::{ModelVersion, ResponseFormat, ToolDefinition};
-use deepseek_protocol::schema::{self, SchemaUse};
 use deepseek_protocol::tools::{self, DeclaredTool, RequestedToolChoice};
+use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::{json, Value};
 
 /// Error messages produced by the rules under test (prefixes).

@@ -192,7 +192,7 @@ impl PyTokenIds {
             return self.iter().eq(other.get().iter());
         }
         match other.extract::<Vec<u32>>() {
-            Ok(ids) => self.ids.len() == ids.len() && self.iter().eq(ids.into_iter()),
+            Ok(ids) => self.ids.len() == ids.len() && self.iter().eq(ids),
             Err(_) => false,
         }
     }

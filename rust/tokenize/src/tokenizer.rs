@@ -58,6 +58,7 @@ impl Tokenizer {
 
     /// Replace the prompt-gap cache and the recent-prompt cache with empty ones of `bytes`
     /// budget each; 0 disables them.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     #[must_use]
     pub fn with_gap_cache_bytes(mut self, bytes: usize) -> Self {
         self.gap_cache = GapCache::new(bytes);
@@ -66,12 +67,14 @@ impl Tokenizer {
     }
 
     /// Number of prompt gaps currently cached.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn gap_cache_len(&self) -> usize {
         self.gap_cache.len()
     }
 
     /// Bytes held by the recent-prompt cache (text, ids and ranges of every kept prompt and
     /// of the earlier prompts they link to); at most half the budget.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn prefix_cache_bytes(&self) -> usize {
         self.prefix_cache.kept_bytes()
     }
@@ -153,6 +156,7 @@ impl Tokenizer {
 
     /// [`Tokenizer::encode`] always through `tokenizers`' own pipeline (the definition the
     /// hand-written added-token matching is tested against).
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn encode_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
         self.full
             .encode_fast(text, false)
@@ -197,6 +201,7 @@ impl Tokenizer {
 
     /// [`Tokenizer::encode_plain`] always through `tokenizers`' own pipeline (the definition
     /// the direct pipeline is tested against).
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn encode_plain_by_tokenizers(&self, text: &str) -> Result<Vec<u32>, TokenizeError> {
         if text.is_empty() && self.plain.get_padding().is_none() {
             return Ok(Vec::new());
@@ -209,12 +214,14 @@ impl Tokenizer {
 
     /// Whether plain text is encoded by the direct pipeline (see `plain_pipeline.rs`) rather
     /// than through `tokenizers`' generic one. The ids are the same either way.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn uses_direct_pipeline(&self) -> bool {
         self.direct.is_some()
     }
 
     /// Whether the file has exactly the DeepSeek V4 pre-tokenizer, which is then split by
     /// hand (`v4_pieces.rs`) and long texts are cut at safe newlines and encoded in parallel.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn uses_deepseek_v4_splitter(&self) -> bool {
         self.direct
             .as_ref()
@@ -222,12 +229,14 @@ impl Tokenizer {
     }
 
     /// Whether pieces are merged on ids directly (`fast_bpe.rs`).
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn uses_fast_bpe(&self) -> bool {
         self.fast_bpe.is_some()
     }
 
     /// How many kanji and kana characters merge from their own ids in runs of them, which
     /// the merge table was checked to allow (`char_merge.rs`); 0 without the fast BPE.
+    #[doc(hidden)] // a hook for tests and benches, not part of the API
     pub fn char_merge_characters(&self) -> usize {
         self.fast_bpe.as_ref().map_or(0, FastBpe::merges_characters)
     }

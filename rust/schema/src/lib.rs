@@ -1,9 +1,13 @@
-//! JSON schemas carried by requests (`tests/tools_rules.rs`, `tests/tools_schema_probes.rs`):
-//! function-tool `parameters` and
-//! `json_schema` response formats. A non-strict schema is checked against the JSON-Schema
-//! meta-schema ([`meta`]) and then kept verbatim; a strict one is read into a restricted
-//! model, checked and re-written ([`strict`]). This module knows nothing about tools or
-//! protocols beyond the wording of the errors.
+//! The JSON-schema rules for schemas carried by requests: function-tool `parameters` and
+//! `json_schema` response formats (`tests/reference_cases.rs` over `tests/fixtures/*.jsonl`,
+//! outcomes recorded from the reference). A non-strict schema is checked against the
+//! JSON-Schema meta-schema ([`meta`], with the `pattern` regex verdicts of [`regex`]) and then
+//! kept verbatim; a strict one is read into a restricted model, checked and re-written
+//! ([`strict`]). Errors are [`ConversionError`]s with the reference's exact texts.
+//!
+//! This crate refuses to know about tools, protocols or wire shapes beyond the wording of the
+//! errors: `deepseek-protocol` decides which schema is checked how, and what a missing one
+//! means.
 
 mod meta;
 mod regex;

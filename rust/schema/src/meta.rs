@@ -1,4 +1,4 @@
-//! Non-strict schemas (`tests/tools_schema_probes.rs`): the checks the reference's JSON-Schema
+//! Non-strict schemas (`tests/fixtures/probes.jsonl`): the checks the reference's JSON-Schema
 //! validator makes when it compiles a schema, with its messages.
 //!
 //! 1. `$schema` at the top picks the draft: 2020-12 (the default, and the one used for an

@@ -1,4 +1,4 @@
-//! Strict schemas (`tests/tools_rules.rs`, `schemas_match_the_reference`): a JSON schema is read
+//! Strict schemas (`tests/fixtures/rules.jsonl`, `rules_match_the_reference`): a JSON schema is read
 //! into a small typed model, the model is checked, and the model is written back out. Reading
 //! reports the first problem in the order a serde reader meets it (keys in request order, a missing
 //! field last); checks run after reading, children before their parent; the "top level is an
