@@ -1,14 +1,15 @@
 //! The canonical conversation model: what every protocol converts *into* and what the
 //! renderer reads. It owns the plain data types (messages, tools, conversation, options,
-//! special tokens) and the one error type a conversion can raise. It refuses to know any
-//! wire format: parsing requests lives in `deepseek-protocol`, producing prompts in
-//! `deepseek-render`.
+//! special tokens), the settings a Responses reply reports back about its request, and the
+//! one error type a conversion can raise. It refuses to know any wire format: parsing
+//! requests lives in `deepseek-protocol`, producing prompts in `deepseek-render`.
 
 mod conversation;
 mod error;
 mod message;
 mod options;
 pub mod pyjson;
+mod reported;
 mod special;
 
 pub use conversation::{
@@ -20,4 +21,5 @@ pub use message::{
     ImageDetail, ImageSource, ImageSourceKind, Message, Role, ToolCall, ToolDefinition,
 };
 pub use options::{ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior};
+pub use reported::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho};
 pub use special::{SpecialToken, SpecialTokens};

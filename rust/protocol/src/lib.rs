@@ -13,7 +13,6 @@ mod images;
 pub mod intake;
 pub mod messages;
 mod placeholder_text;
-pub mod reply;
 pub mod responses;
 mod text_or_list;
 pub mod thinking;

@@ -1,39 +1,29 @@
 //! OpenAI Responses requests (conformance cases `resp-*`, read by
 //! `tests/responses_conformance.rs`): the wire shape ([`wire`]), the input items
-//! ([`input`]), the declared tools ([`tool_defs`]), and the conversion that ties them to the
-//! shared thinking, sampling and tool rules.
+//! ([`input`]), the declared tools ([`tool_defs`]), what a reply reports back ([`reported`]),
+//! and the conversion that ties them to the shared thinking, sampling and tool rules.
 
 mod apply_patch;
 mod images;
 mod input;
+mod reported;
 mod tool_defs;
 mod wire;
 
 use std::collections::BTreeMap;
 
+/// The echoed scalar settings (`deepseek-model`'s, shared with the reply).
+pub use deepseek_model::ResponsesEcho;
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
-    Message, ParsingOptions, ReasoningContentBehavior, ResponseFormat, Role, SpecialToken,
-    ThinkingInitialStage, ToolChoice, ToolDefinition,
+    Message, ParsingOptions, ReasoningContentBehavior, ReportedSettings, RequestReply,
+    ResponseFormat, Role, SpecialToken, ThinkingInitialStage, ToolChoice, ToolDefinition,
 };
 use deepseek_schema::{self as schema, SchemaUse};
 use serde_json::Value;
 
-use crate::reply::responses::{ReportedSettings, RequestReply};
 use crate::tools::RequestedToolChoice;
 use crate::{intake, thinking, tools, ProtocolError};
-
-/// The request fields a Responses reply echoes back (reference defaults filled in), as
-/// Python's `ResponsesEcho` exposes them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResponsesEcho {
-    pub instructions: Option<String>,
-    pub max_output_tokens: Option<u32>,
-    pub temperature: f32,
-    pub top_p: f32,
-    pub top_logprobs: u8,
-    pub user: Option<String>,
-}
 
 /// A parsed OpenAI Responses request (shape-checked, not yet converted).
 #[derive(Debug, Clone)]
@@ -52,7 +42,7 @@ const JSON_WORD_MISSING: &str =
 impl ResponsesRequest {
     /// Check the shape of a request body; shape errors are `invalid request body: …`.
     pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
-        let reply = RequestReply::from_body(&value);
+        let reply = reported::request_reply(&value);
         Ok(Self {
             body: intake::from_value(value)?,
             reply,

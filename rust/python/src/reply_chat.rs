@@ -1,10 +1,10 @@
 //! Chat Completions on the way back: `ChatCompletionChunkGenerator`, `ChatCompletionChunk`
-//! and `ChatCompletionResponse` (`deepseek_protocol::reply::chat`).
+//! and `ChatCompletionResponse` (`deepseek_reply::chat`).
 
 use std::sync::{Mutex, PoisonError};
 
 use deepseek_model::{ConversationRequest, ParsingOptions};
-use deepseek_protocol::reply::chat::{
+use deepseek_reply::chat::{
     ChatCompletionChunk, ChatCompletionChunkGenerator, ChatCompletionResponse,
 };
 use deepseek_stream::processor::StreamProcessor;

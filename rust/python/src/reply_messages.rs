@@ -1,9 +1,9 @@
 //! Anthropic Messages on the way back: `MessagesChunkGenerator` (consumed by a
 //! `StreamProcessor`), `MessagesStreamEvent` and the accumulated `MessagesResponse`. Thin
-//! wrappers over `deepseek_protocol::reply::messages`.
+//! wrappers over `deepseek_reply::messages`.
 
 use deepseek_model::{ConversationRequest, ParsingOptions};
-use deepseek_protocol::reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
+use deepseek_reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
 use deepseek_stream::emit::PromptUsage;
 use deepseek_stream::processor::StreamProcessor;
 use pyo3::prelude::*;

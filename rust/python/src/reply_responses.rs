@@ -1,13 +1,11 @@
 //! OpenAI Responses on the way back: the chunk generator a `StreamProcessor` consumes, the
 //! reported request settings (`ResponsesEcho`), the stream events, and the accumulated
-//! `ResponsesResponse`. Thin wrappers over `deepseek_protocol::reply::responses`.
+//! `ResponsesResponse`. Thin wrappers over `deepseek_reply::responses`.
 
 use std::collections::BTreeMap;
 
-use deepseek_model::{ConversationRequest, ParsingOptions};
-use deepseek_protocol::reply::responses::{
-    ReportedSettings, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
-};
+use deepseek_model::{ConversationRequest, ParsingOptions, ReportedSettings};
+use deepseek_reply::responses::{ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent};
 use deepseek_stream::processor::StreamProcessor;
 use pyo3::prelude::*;
 

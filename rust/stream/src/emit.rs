@@ -3,7 +3,7 @@
 //! The processor (lifecycle, detokenization, parsing, usage, tool-call ids) calls these
 //! methods in stream order; an emitter turns each call into zero or more protocol events
 //! (Chat Completions chunks, Responses events, Messages events), appended to `out`.
-//! Emitters live with their wire shapes in `deepseek-protocol`.
+//! Emitters live with their wire shapes in `deepseek-reply`.
 
 use crate::Segment;
 

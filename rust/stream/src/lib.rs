@@ -3,8 +3,8 @@
 //! across chunk boundaries, turning reasoning, content, DSML tool-call markup, JSON-mode
 //! output and stop sequences into [`ParseEvent`]s, plus the incremental UTF-8-safe
 //! detokenizer for token-id input. It refuses to know any protocol's wire format (the
-//! protocol emitters in `deepseek-protocol` turn these events into chunks and SSE events) and
-//! any vocabulary (the caller maps a token id to its bytes).
+//! protocol emitters in `deepseek-reply` turn these events into chunks and SSE events) and any
+//! vocabulary (the caller maps a token id to its bytes).
 //!
 //! Text chunks go to [`Parser::push`]. Token chunks go through [`Detokenizer::push_chunk`]
 //! and then [`Parser::push_tokens`], because a special token is a symbol to the parser, not

@@ -1,149 +1,34 @@
-//! The request settings a Responses reply reports back in every response object
-//! (`tests/responses_reply.rs`, `request_echo_reports_settings_as_written`): the scalar settings as
-//! the request typed them, and the reasoning, text, tool-choice and tool settings reduced to the
-//! shapes the reference reports.
+//! What a Responses request reports back (`tests/responses_conformance.rs`, and the reply's
+//! `request_echo_reports_settings_as_written` in `rust/reply/tests/responses_reply.rs`): the
+//! reasoning, text, tool-choice and tool settings of the body as sent, reduced to the shapes
+//! the reference reports, and whether `apply_patch` is the custom tool. The types they fill
+//! ([`ReportedSettings`], [`RequestReply`]) are `deepseek-model`'s, so the reply reads them
+//! without this crate.
 
+use deepseek_model::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho};
 use serde_json::{json, Value};
 
-use crate::responses::ResponsesEcho;
-
-/// What a response object reports about the request. `Default` is an unspecified request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReportedSettings {
-    /// The scalar settings (instructions, max_output_tokens, temperature, top_p,
-    /// top_logprobs, user) as conversion typed them.
-    pub scalars: ResponsesEcho,
-    /// `{"effort","summary"}`.
-    pub reasoning: Value,
-    /// `{"format":{…},"verbosity"}`.
-    pub text: Value,
-    /// `"auto"`, `"none"`, `"required"` or the choice object.
-    pub tool_choice: Value,
-    /// The declared tools that are reported (unsupported types are left out).
-    pub tools: Vec<Value>,
-}
-
-impl Default for ReportedSettings {
-    fn default() -> Self {
-        Self::from_parts(&ResponsesEcho::default_reported(), &Value::Null)
+/// The scalar settings as conversion typed them, plus the structured settings read from the
+/// request body as the client sent it.
+pub fn reported_settings(scalars: &ResponsesEcho, body: &Value) -> ReportedSettings {
+    ReportedSettings {
+        scalars: scalars.clone(),
+        reasoning: reasoning(body.get("reasoning")),
+        text: text(body.get("text")),
+        tool_choice: tool_choice(body.get("tool_choice")),
+        tools: tools(body.get("tools")),
     }
 }
 
-impl ResponsesEcho {
-    /// The scalar settings of a request that specifies none.
-    pub fn default_reported() -> Self {
-        ResponsesEcho {
-            instructions: None,
-            max_output_tokens: None,
-            temperature: 1.0,
-            top_p: 1.0,
-            top_logprobs: 0,
-            user: None,
-        }
+/// What a request body as sent tells its reply: the structured settings (default scalars)
+/// and whether `apply_patch` is the custom tool. Conversion completes it
+/// ([`RequestReply::complete`]).
+pub fn request_reply(body: &Value) -> RequestReply {
+    RequestReply {
+        settings: reported_settings(&ResponsesEcho::default_reported(), body),
+        namespace_tools: NamespaceTools::new(),
+        custom_apply_patch: declares_custom_apply_patch(body),
     }
-}
-
-impl ReportedSettings {
-    /// The scalar settings as conversion typed them, plus the structured settings read from
-    /// the request body as the client sent it.
-    pub fn from_parts(scalars: &ResponsesEcho, body: &Value) -> Self {
-        ReportedSettings {
-            scalars: scalars.clone(),
-            reasoning: reasoning(body.get("reasoning")),
-            text: text(body.get("text")),
-            tool_choice: tool_choice(body.get("tool_choice")),
-            tools: tools(body.get("tools")),
-        }
-    }
-
-    /// The structured settings of a request body as sent, with default scalars (fill them in
-    /// with [`ReportedSettings::with_scalars`] once the body is typed).
-    pub fn from_body(body: &Value) -> Self {
-        Self::from_parts(&ResponsesEcho::default_reported(), body)
-    }
-
-    /// These settings with the scalar settings as conversion typed them.
-    pub fn with_scalars(&self, scalars: &ResponsesEcho) -> Self {
-        ReportedSettings {
-            scalars: scalars.clone(),
-            ..self.clone()
-        }
-    }
-
-    /// The settings as one JSON object (the form `ReplySettings.echo` carries). Floats are
-    /// stored as the shortest decimal of the `f32`, so `0.3` stays `0.3`.
-    pub fn to_value(&self) -> Value {
-        json!({
-            "instructions": self.scalars.instructions,
-            "max_output_tokens": self.scalars.max_output_tokens,
-            "reasoning": self.reasoning,
-            "temperature": f32_value(self.scalars.temperature),
-            "text": self.text,
-            "tool_choice": self.tool_choice,
-            "tools": self.tools,
-            "top_logprobs": self.scalars.top_logprobs,
-            "top_p": f32_value(self.scalars.top_p),
-            "user": self.scalars.user,
-        })
-    }
-
-    /// Read back what [`ReportedSettings::to_value`] wrote; missing parts take the defaults.
-    pub fn from_value(value: &Value) -> Self {
-        let defaults = ReportedSettings::default();
-        let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-        let float = |key: &str, default: f32| {
-            value
-                .get(key)
-                .and_then(Value::as_f64)
-                .map_or(default, |f| f as f32)
-        };
-        let object = |key: &str, default: Value| {
-            value
-                .get(key)
-                .filter(|v| v.is_object())
-                .cloned()
-                .unwrap_or(default)
-        };
-        ReportedSettings {
-            scalars: ResponsesEcho {
-                instructions: string("instructions"),
-                max_output_tokens: value
-                    .get("max_output_tokens")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u32::try_from(n).ok()),
-                temperature: float("temperature", defaults.scalars.temperature),
-                top_p: float("top_p", defaults.scalars.top_p),
-                top_logprobs: value
-                    .get("top_logprobs")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u8::try_from(n).ok())
-                    .unwrap_or(0),
-                user: string("user"),
-            },
-            reasoning: object("reasoning", defaults.reasoning),
-            text: object("text", defaults.text),
-            tool_choice: value
-                .get("tool_choice")
-                .filter(|v| !v.is_null())
-                .cloned()
-                .unwrap_or(defaults.tool_choice),
-            tools: value
-                .get("tools")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-        }
-    }
-}
-
-/// An `f32` as the JSON number its shortest decimal spells.
-fn f32_value(value: f32) -> Value {
-    value
-        .to_string()
-        .parse::<f64>()
-        .ok()
-        .and_then(serde_json::Number::from_f64)
-        .map_or(Value::Null, Value::Number)
 }
 
 /// `key` of `object`, or `null`.
@@ -270,7 +155,7 @@ fn tools(tools: Option<&Value>) -> Vec<Value> {
 
 /// Whether the request declared the custom `apply_patch` tool (its calls become
 /// `custom_tool_call` items).
-pub fn declares_custom_apply_patch(body: &Value) -> bool {
+fn declares_custom_apply_patch(body: &Value) -> bool {
     body.get("tools")
         .and_then(Value::as_array)
         .is_some_and(|tools| {
@@ -286,7 +171,7 @@ mod tests {
     use super::*;
 
     fn reported(body: Value) -> Value {
-        ReportedSettings::from_parts(&ResponsesEcho::default_reported(), &body).to_value()
+        reported_settings(&ResponsesEcho::default_reported(), &body).to_value()
     }
 
     #[test]
@@ -335,17 +220,13 @@ mod tests {
     }
 
     #[test]
-    fn floats_round_trip_as_written() {
-        let mut scalars = ResponsesEcho::default_reported();
-        scalars.temperature = 0.3;
-        scalars.top_p = 0.123_456_79;
-        let settings = ReportedSettings::from_parts(&scalars, &Value::Null);
-        let value = settings.to_value();
-        assert_eq!(serde_json::to_string(&value["temperature"]).unwrap(), "0.3");
-        assert_eq!(
-            serde_json::to_string(&value["top_p"]).unwrap(),
-            "0.12345679"
-        );
-        assert_eq!(ReportedSettings::from_value(&value), settings);
+    fn empty_body_reports_the_defaults() {
+        for body in [Value::Null, json!({})] {
+            assert_eq!(
+                reported_settings(&ResponsesEcho::default_reported(), &body),
+                ReportedSettings::default(),
+                "{body}"
+            );
+        }
     }
 }

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use deepseek_model::ConversionOptions;
-use deepseek_protocol::reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
 use deepseek_protocol::MessagesRequest;
+use deepseek_reply::messages::{MessagesEmitter, MessagesResponse, MessagesStreamEvent};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, Usage};
 use deepseek_stream::{ParseEvent, Parser, Segment};
 use serde_json::Value;

@@ -3,14 +3,11 @@
 //! starts or the stream finishes, so a message learns its phase (`commentary` when a tool call
 //! follows) when it closes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use deepseek_model::{ConversationRequest, ReplySettings};
+use deepseek_model::{ConversationRequest, NamespaceTools, ReportedSettings, RequestReply};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
 use deepseek_stream::Segment;
-use serde_json::{json, Value};
 
 use super::events::{
     ContentPart, Empty, IncompleteDetails, IncompleteReason, InputTokensDetails, Logprob,
@@ -18,98 +15,10 @@ use super::events::{
     ResponsesStreamEvent as Event, Role, Status,
 };
 use super::patch_input::PatchInput;
-use super::settings::{declares_custom_apply_patch, ReportedSettings};
-use crate::responses::ResponsesEcho;
+use crate::clock;
 
 /// The custom tool whose calls become `custom_tool_call` items.
 const APPLY_PATCH: &str = "apply_patch";
-
-/// Flattened namespaced tool name → (namespace, name inside it).
-pub type NamespaceTools = BTreeMap<String, (String, String)>;
-
-/// What the request tells a Responses stream: the settings to report, how namespaced tool
-/// names map back, and whether `apply_patch` was declared as the custom tool. Conversion
-/// stores this in `ConversationRequest.reply.echo` as one JSON object
-/// (`{"settings", "namespace_tools", "custom_apply_patch"}`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RequestReply {
-    pub settings: ReportedSettings,
-    pub namespace_tools: NamespaceTools,
-    pub custom_apply_patch: bool,
-}
-
-impl RequestReply {
-    /// What a request body as sent tells its reply: the structured settings (default scalars)
-    /// and whether `apply_patch` is the custom tool. Conversion completes it.
-    pub fn from_body(body: &Value) -> Self {
-        RequestReply {
-            settings: ReportedSettings::from_body(body),
-            namespace_tools: NamespaceTools::new(),
-            custom_apply_patch: declares_custom_apply_patch(body),
-        }
-    }
-
-    /// This reply with the typed scalar settings and the namespace names conversion assigns.
-    pub fn complete(&self, scalars: &ResponsesEcho, namespace_tools: NamespaceTools) -> Self {
-        RequestReply {
-            settings: self.settings.with_scalars(scalars),
-            namespace_tools,
-            custom_apply_patch: self.custom_apply_patch,
-        }
-    }
-
-    /// The converted request's reply settings: this reply as its `echo`.
-    pub fn reply_settings(&self) -> ReplySettings {
-        ReplySettings {
-            include_usage: false,
-            echo: Some(self.to_value()),
-        }
-    }
-
-    pub fn to_value(&self) -> Value {
-        let namespace_tools: serde_json::Map<String, Value> = self
-            .namespace_tools
-            .iter()
-            .map(|(flat, (ns, name))| (flat.clone(), json!([ns, name])))
-            .collect();
-        json!({
-            "settings": self.settings.to_value(),
-            "namespace_tools": namespace_tools,
-            "custom_apply_patch": self.custom_apply_patch,
-        })
-    }
-
-    /// Read back [`RequestReply::to_value`]; a missing or foreign value gives the defaults.
-    pub fn from_value(value: Option<&Value>) -> Self {
-        let Some(value) = value else {
-            return RequestReply::default();
-        };
-        let namespace_tools = value
-            .get("namespace_tools")
-            .and_then(Value::as_object)
-            .map(|map| {
-                map.iter()
-                    .filter_map(|(flat, pair)| {
-                        let ns = pair.get(0)?.as_str()?;
-                        let name = pair.get(1)?.as_str()?;
-                        Some((flat.clone(), (ns.to_owned(), name.to_owned())))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        RequestReply {
-            settings: value
-                .get("settings")
-                .map(ReportedSettings::from_value)
-                .unwrap_or_default(),
-            namespace_tools,
-            custom_apply_patch: value
-                .get("custom_apply_patch")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        }
-    }
-}
 
 /// A configured Responses stream, before it starts: `ResponsesChunkGenerator`.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,12 +87,6 @@ pub struct ResponsesEmitter {
     sequence: u64,
     output: Vec<OutputItem>,
     open: Option<Open>,
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 impl ResponsesEmitter {
@@ -392,7 +295,7 @@ impl Emitter for ResponsesEmitter {
             return;
         }
         self.started = true;
-        self.created_at = now();
+        self.created_at = clock::unix_seconds();
         let sequence_number = self.next_sequence();
         out.push(Event::Created {
             response: self.response(Status::InProgress),
@@ -561,7 +464,7 @@ impl Emitter for ResponsesEmitter {
         };
         self.close_open(status, Phase::FinalAnswer, out);
         let mut response = self.response(status);
-        response.completed_at = Some(now());
+        response.completed_at = Some(clock::unix_seconds());
         response.incomplete_details = incomplete.map(|reason| IncompleteDetails { reason });
         response.output = self.output.clone();
         let prompt = usage.prompt;

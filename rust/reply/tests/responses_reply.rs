@@ -8,11 +8,11 @@
 
 use std::path::PathBuf;
 
-use deepseek_model::ConversionOptions;
-use deepseek_protocol::reply::responses::{
-    ReportedSettings, ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
-};
+use deepseek_model::{ConversionOptions, ReportedSettings};
 use deepseek_protocol::ResponsesRequest;
+use deepseek_reply::responses::{
+    ResponsesEmitter, ResponsesGenerator, ResponsesResponse, ResponsesStreamEvent,
+};
 use deepseek_stream::emit::{
     Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, TopLogprob, Usage,
 };

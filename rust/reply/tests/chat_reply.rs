@@ -11,17 +11,15 @@
 //! Python harness.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::build_options;
-use deepseek_model::{ParsingOptions, SpecialToken, ThinkingInitialStage};
-use deepseek_protocol::reply::chat::{
+use deepseek_model::{ConversionOptions, ParsingOptions, SpecialToken, ThinkingInitialStage};
+use deepseek_protocol::ChatCompletionRequest;
+use deepseek_reply::chat::{
     ChatCompletionChunk, ChatCompletionChunkGenerator, ChatCompletionResponse,
 };
-use deepseek_protocol::ChatCompletionRequest;
+use deepseek_reply::json::{push_float, FloatSpelling};
 use deepseek_stream::emit::{FinishReason, PromptUsage};
 use deepseek_stream::processor::{InferenceChunk, StreamProcessor, Vocabulary};
 use serde_json::{json, Value};
@@ -180,8 +178,14 @@ impl Normalizer {
 
 /// (our steps, the recorded steps, our response, the recorded response)
 fn replay(case: &Value, expected: &Value) -> (Vec<String>, Vec<String>, String, String) {
+    // Every Chat output case converts with the default options; one that sets its own would
+    // need the request harness's `build_options` (`rust/protocol/tests/common`).
+    assert!(
+        case["options"].is_null(),
+        "conversion options are not built here"
+    );
     let request = ChatCompletionRequest::from_value(case["request_body"].clone()).unwrap();
-    let converted = request.convert(&build_options(&case["options"])).unwrap();
+    let converted = request.convert(&ConversionOptions::default()).unwrap();
     let options = parsing_options(&expected["parsing_options"], &case["parsing"]);
     let id = case["response_id"].as_str().unwrap_or("resp-conformance-1");
     let model = case["response_model"]
@@ -314,7 +318,7 @@ fn logprob_spelling_table() {
     ];
     for (value, expected) in table {
         let mut out = String::new();
-        deepseek_protocol::reply::chat::push_logprob(&mut out, value);
+        push_float(&mut out, value, FloatSpelling::Single);
         assert_eq!(out, expected, "{value}");
     }
 }
@@ -340,7 +344,7 @@ fn usage_key_table() {
         }
         let converted = ChatCompletionRequest::from_value(body)
             .unwrap()
-            .convert(&build_options(&Value::Null))
+            .convert(&ConversionOptions::default())
             .unwrap();
         let generator = ChatCompletionChunkGenerator::new(&converted, "id", "m");
         let options = converted.parsing_options.clone();
@@ -420,7 +424,7 @@ fn first_chunk_table() {
             }
             let converted = ChatCompletionRequest::from_value(body)
                 .unwrap()
-                .convert(&build_options(&Value::Null))
+                .convert(&ConversionOptions::default())
                 .unwrap();
             let generator = ChatCompletionChunkGenerator::new(&converted, "id", "m");
             let mut processor: StreamProcessor<_, NoVocabulary> =

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use deepseek_model::ReportedSettings;
+
 use super::events::{ContentPart, ResponseObject, ResponsesStreamEvent as Event};
-use super::settings::ReportedSettings;
+use crate::json::{self, FloatSpelling};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponsesResponse {
@@ -23,10 +25,6 @@ impl ResponsesResponse {
                 Arc::new(ReportedSettings::default()),
             ),
         }
-    }
-
-    pub fn response(&self) -> &ResponseObject {
-        &self.response
     }
 
     pub fn accumulate(&mut self, event: Event) {
@@ -146,8 +144,7 @@ impl ResponsesResponse {
     }
 
     pub fn to_json(&self) -> String {
-        // Serializing the response cannot fail: every map key is a string.
-        serde_json::to_string(&self.response).unwrap_or_default()
+        json::to_json(&self.response, FloatSpelling::Double)
     }
 }
 

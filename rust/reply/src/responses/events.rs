@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
+use deepseek_model::ReportedSettings;
 use deepseek_stream::emit::TokenLogprob;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::settings::ReportedSettings;
+use crate::json::{self, FloatSpelling};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,7 +244,7 @@ impl ResponseObject {
     }
 }
 
-/// An `f32` printed as its shortest decimal (`0.3`, `1.0`).
+/// An `f32` setting, spelled `FloatSpelling::Single` (`0.3`, `1.0`).
 struct F32(f32);
 
 impl Serialize for F32 {
@@ -438,7 +439,6 @@ impl ResponsesStreamEvent {
 
     /// Compact JSON, keys in the reference's order.
     pub fn to_json(&self) -> String {
-        // Serializing these types cannot fail: every map key is a string.
-        serde_json::to_string(self).unwrap_or_default()
+        json::to_json(self, FloatSpelling::Double)
     }
 }
