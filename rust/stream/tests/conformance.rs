@@ -20,6 +20,8 @@
 
 mod common;
 
+use common::Outcome;
+
 use common::vectors::{
     load_cases, our_deltas, parsing_options, pieces, reference_deltas, reference_deltas_any,
     without_index,
@@ -28,46 +30,6 @@ use common::vocab::{find_tokenizer_json, Token, Vocab};
 use deepseek_model::{ParsingOptions, SpecialToken};
 use deepseek_stream::{Detokenizer, ParseEvent, Parser, Segment, Token as DetokToken};
 use serde_json::Value;
-
-/// What the accumulated response would hold.
-#[derive(Debug, Default, PartialEq)]
-struct Accumulated {
-    reasoning: String,
-    content: String,
-    calls: Vec<(String, String)>,
-    stopped: bool,
-}
-
-impl Accumulated {
-    fn add(&mut self, events: &[ParseEvent]) {
-        for event in events {
-            match event {
-                ParseEvent::Text {
-                    segment: Segment::Reasoning,
-                    text,
-                    ..
-                } => self.reasoning.push_str(text),
-                ParseEvent::Text {
-                    segment: Segment::Content,
-                    text,
-                    ..
-                } => self.content.push_str(text),
-                ParseEvent::ToolCallStart { index, name } => {
-                    assert_eq!(*index, self.calls.len(), "call indices are dense");
-                    self.calls.push((name.clone(), String::new()));
-                }
-                ParseEvent::ToolCallArguments { index, fragment } => self
-                    .calls
-                    .get_mut(*index)
-                    .expect("arguments after start")
-                    .1
-                    .push_str(fragment),
-                ParseEvent::ToolCallEnd { .. } => {}
-                ParseEvent::StopSequence { .. } => self.stopped = true,
-            }
-        }
-    }
-}
 
 /// Run one case; `Err` describes the first difference.
 /// One recorded input chunk.
@@ -140,7 +102,7 @@ fn push_tokens(
 fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(), String> {
     let options = parsing_options(&expected["parsing_options"]);
     let mut parser = Parser::new(&options);
-    let mut acc = Accumulated::default();
+    let mut acc = Outcome::default();
     let steps: Vec<&Value> = expected["steps"]
         .as_array()
         .unwrap()
@@ -181,7 +143,7 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
             }
         }
         acc.add(&events);
-        finished = acc.stopped;
+        finished = acc.stop.is_some();
         compare_step(&events, "push", &mut step_index)?;
     }
     if !finished {
@@ -221,10 +183,15 @@ fn check_case(case: &Value, expected: &Value, vocab: Option<&Vocab>) -> Result<(
             )
         })
         .collect();
-    if acc.calls != want_calls {
-        return Err(format!("calls {:?} != {want_calls:?}", acc.calls));
+    let calls: Vec<(String, String)> = acc
+        .calls
+        .iter()
+        .map(|(name, arguments, _)| (name.clone(), arguments.clone()))
+        .collect();
+    if calls != want_calls {
+        return Err(format!("calls {calls:?} != {want_calls:?}"));
     }
-    let ours = if acc.stopped {
+    let ours = if acc.stop.is_some() {
         "stop"
     } else {
         match case["finish_reason"].as_str() {
