@@ -28,7 +28,7 @@ use common::vectors::{
 };
 use common::vocab::{find_tokenizer_json, Token, Vocab};
 use deepseek_model::{ParsingOptions, SpecialToken};
-use deepseek_stream::{Detokenizer, ParseEvent, Parser, Segment, Token as DetokToken};
+use deepseek_stream::{Detokenizer, ParseEvent, Parser, Token as DetokToken};
 use serde_json::Value;
 
 /// Run one case; `Err` describes the first difference.
