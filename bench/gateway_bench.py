@@ -427,7 +427,8 @@ def main() -> int:
     if args.serve_engine:
         serve_engine(args.serve_engine, args.script)
         return 0
-    if Path(sys.executable).resolve() != Path(args.project_python).resolve():
+    # Compared unresolved: a virtualenv's python is a link to the system's.
+    if Path(sys.executable).absolute() != Path(args.project_python).absolute():
         # Run the whole bench in the project's virtualenv (it imports deepseek_recipe).
         return subprocess.call([args.project_python, __file__, *sys.argv[1:]])
 
