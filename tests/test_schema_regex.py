@@ -19,42 +19,11 @@ import pytest
 import deepseek_recipe as dr
 from tests.growth import assert_linear_growth
 from tests.reference import load_table
+from tests.schema_regex_driver import DRAFT7, MODEL, compiles, ecma
 
-MODEL = "DeepSeek-V4-Pro"
-DRAFT7 = "http://json-schema.org/draft-07/schema#"
-SUBSCHEMA_ERROR = 'Invalid json schema: {"type":"string"} is not a "regex"'
 MAX_GROUP_NAMES = 1000
 
 TABLE: list[list[Any]] = load_table("schema_regex")
-
-
-def convert(schema: dict[str, Any]) -> str | None:
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": "json"}],
-        "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
-    }
-    try:
-        dr.ChatCompletionRequest(json.dumps(body)).convert(dr.ConversionOptions())
-    except dr.ConversionError as error:
-        return str(error)
-    return None
-
-
-def not_a_regex(value: str) -> str:
-    return f'Invalid json schema: {json.dumps(value, ensure_ascii=False, separators=(",", ":"))} is not a "regex"'
-
-
-def compiles(pattern: str) -> bool:
-    error = convert({"pattern": pattern})
-    assert error in (None, not_a_regex(pattern)), error
-    return error is None
-
-
-def ecma(pattern: str) -> bool:
-    error = convert({"$schema": DRAFT7, "patternProperties": {pattern: {"type": "string"}}})
-    assert error in (None, SUBSCHEMA_ERROR, not_a_regex(pattern)), error
-    return error != not_a_regex(pattern)
 
 
 def group_names(pattern: str) -> int:
