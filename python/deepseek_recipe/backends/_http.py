@@ -1,5 +1,10 @@
-"""What the HTTP backends share: one ``httpx`` client, a JSON POST answered by server-sent events,
-bounded line reading, and failures turned into :class:`BackendError` (never echoing a body)."""
+"""What the HTTP backends share: one ``httpx`` transport, a JSON POST answered by server-sent
+events, bounded line reading, and failures turned into :class:`BackendError` (never echoing a body).
+
+Requests go straight to the transport (``httpx.AsyncHTTPTransport``, its connection pool), not
+through ``httpx.AsyncClient``: the client's layer (cookies, auth, redirects, event hooks, content
+decoding) serves nothing here and cost about 0.2 ms of every request's time to first byte
+(measured against a local engine: 0.65 ms through the client, 0.43 ms through the transport)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import orjson
 
 from deepseek_recipe.backends import Backend, BackendError, GenerationRequest
 
+_JSON_HEADERS = {"content-type": "application/json"}
+
 _INLINE_BODY_IDS = 16_384
 """Prompts up to this many ids get their request body written on the event loop."""
 
@@ -24,13 +31,18 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024
 class HttpBackend(Backend):
     """A backend that POSTs JSON to ``url`` and reads server-sent events back."""
 
-    def __init__(self, url: str, *, connect_timeout: float = 10.0, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self, url: str, *, connect_timeout: float = 10.0, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        """``transport`` replaces the default connection pool (for TLS settings, a proxy, or a
+        test double): any ``httpx`` async transport."""
         self.url = url
         # Only connecting is timed here: waiting for output is timed by the gateway, which
         # knows whether it waits for a first token (prefill can take minutes) or the next one.
         timeout = httpx.Timeout(connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout)
+        self._extensions = {"timeout": timeout.as_dict()}
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout, limits=limits)
+        self._transport = transport if transport is not None else httpx.AsyncHTTPTransport(limits=limits)
         self._in_flight = 0
 
     @property
@@ -38,7 +50,7 @@ class HttpBackend(Backend):
         return self._in_flight
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._transport.aclose()
 
     @abstractmethod
     def body(self, request: GenerationRequest) -> bytes:
@@ -53,11 +65,11 @@ class HttpBackend(Backend):
                 body = await anyio.to_thread.run_sync(self.body, request)
             else:
                 body = self.body(request)
-            http_request = self._client.build_request(
-                "POST", self.url, content=body, headers={"content-type": "application/json"}
+            http_request = httpx.Request(
+                "POST", self.url, content=body, headers=_JSON_HEADERS, extensions=self._extensions
             )
             try:
-                response = await self._client.send(http_request, stream=True)
+                response = await self._transport.handle_async_request(http_request)
             except httpx.TimeoutException:
                 raise BackendError("timeout", f"connecting to {self.name} timed out") from None
             except httpx.HTTPError as error:
@@ -103,7 +115,7 @@ async def _lines(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The response's lines, each at most :data:`MAX_EVENT_BYTES` long (linear in the body)."""
     parts: list[bytes] = []
     size = 0
-    async for data in response.aiter_bytes():
+    async for data in response.aiter_raw():  # no content coding: none is asked for
         start = 0
         while (end := data.find(b"\n", start)) >= 0:
             parts.append(data[start:end])

@@ -37,13 +37,13 @@ class CompletionsBackend(HttpBackend):
         model: str | None = None,
         token_ids: bool = True,
         connect_timeout: float = 10.0,
-        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         root = base_url.rstrip("/")
         super().__init__(
             root + ("/completions" if root.endswith("/v1") else "/v1/completions"),
             connect_timeout=connect_timeout,
-            client=client,
+            transport=transport,
         )
         self.name = f"completions {root}"
         self.model = model

@@ -27,10 +27,10 @@ class SGLangBackend(HttpBackend):
     takes_images = True
 
     def __init__(
-        self, base_url: str, *, connect_timeout: float = 10.0, client: httpx.AsyncClient | None = None
+        self, base_url: str, *, connect_timeout: float = 10.0, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         root = base_url.rstrip("/")
-        super().__init__(root + "/generate", connect_timeout=connect_timeout, client=client)
+        super().__init__(root + "/generate", connect_timeout=connect_timeout, transport=transport)
         self.name = f"sglang {root}"
 
     def body(self, request: GenerationRequest) -> bytes:
