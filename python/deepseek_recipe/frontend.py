@@ -417,9 +417,8 @@ class Frontend:
         )
 
     def _images(self, request: ConversationRequest) -> MultiModalData | None:
-        """Fetch and preprocess a V4.1 request's images (``ImageError`` when one fails)."""
-        if request.model_version != ModelVersion.DeepseekV41Flash:
-            return None
+        """Fetch and preprocess the request's images (``ImageError`` when one fails). Which model
+        versions take images is conversion's rule: only V4.1 requests carry image sources."""
         sources = [s for m in request.conversation.messages for s in (m.image_sources or [])]
         if not sources:
             return None
