@@ -41,6 +41,58 @@ def expected(pattern: str, compiled: bool, ecma_ok: bool) -> tuple[bool, bool]:
     return KNOWN.get(pattern, (compiled, ecma_ok))
 
 
+# Ours (docs/compatibility.md): a pattern longer than MAX_PATTERN_BYTES is refused by both
+# checks, and one whose runs of repetitions would cost fancy-regex's optimizer more than
+# MAX_OPTIMIZER_MOVES element moves (time quadratic in them) is not compiled.
+MAX_PATTERN_BYTES = 1 << 20
+MAX_OPTIMIZER_MOVES = 50_000_000
+LONG_TABLE: list[list[Any]] = load_table("schema_regex_long")
+
+
+def run_moves(count: int) -> int:
+    """The optimizer's element moves for ``count`` repetitions in a row (``a*`` each): every
+    window of three becomes two, moving what follows it."""
+    moves, length, at, position = 0, count, 0, 0
+    while at + 2 < count:
+        moves += length - position - 3
+        length, at, position = length - 1, at + 3, position + 2
+    return moves
+
+
+def long_expected(family: str, pattern: str, count: int, compiled: bool, ecma_ok: bool) -> tuple[bool, bool]:
+    if len(pattern.encode()) > MAX_PATTERN_BYTES:
+        return (False, False)
+    if family in ("star_runs", "alternation_star_runs") and run_moves(count) > MAX_OPTIMIZER_MOVES:
+        return (False, ecma_ok)
+    return (compiled, ecma_ok)
+
+
+def test_long_patterns_match_the_wheel_within_the_bounds() -> None:
+    """The wheel's verdicts on long patterns (``scripts/record/schema_regex_long.py``): equal,
+    but past the two bounds, where the wheel has none. Past them it refuses quickly."""
+    differing = []
+    for family, prefix, unit, count, suffix, compiled, ecma_ok in LONG_TABLE:
+        pattern = prefix + unit * count + suffix
+        want = long_expected(family, pattern, count, compiled, ecma_ok)
+        got = (compiles(pattern), ecma(pattern))
+        assert got == want, (family, count, got, want)
+        if want != (compiled, ecma_ok):
+            differing.append((family, count))
+    # The wheel has no length limit: long verbose-mode and one-class patterns compile there.
+    assert ("verbose_space", 4 * MAX_PATTERN_BYTES) in differing
+    assert ("class_of_one_letter", MAX_PATTERN_BYTES - 1) in differing
+    # ... and it compiles 100,000 `a*` in a row, after seconds of quadratic work.
+    assert ("star_runs", 100_000) in differing and ("star_runs", 10_000) not in differing
+
+
+@pytest.mark.parametrize("unit", ["(a|b)*", "a*", "(?:ab)*c?x*"])
+def test_runs_of_repetitions_cost_time_linear_in_their_number(unit: str) -> None:
+    """The attacker's pattern, ``(a|b)*`` many times over: fancy-regex's optimizer splices each
+    rewritten window into the sequence, time quadratic in the repetitions (the wheel: 3.3 s for
+    100,000, 14 s for 200,000). Past the budget the pattern is refused before compiling."""
+    assert_linear_growth(pattern_cost(lambda n: {"type": "string", "pattern": unit * n}), 25_000)
+
+
 def test_the_table_is_large_and_mixed() -> None:
     assert len(TABLE) >= 9000
     verdicts = {(bool(c), bool(e)) for _, c, e in TABLE}

@@ -5,6 +5,8 @@ use std::fmt;
 /// `type` and `code` of every conversion error body.
 pub const DEFAULT_CONTEXT_ERROR_TYPE: &str = "invalid_request_error";
 
+const CANCELLED: &str = "The request was cancelled";
+
 /// A request that parsed but cannot be served: status 400 with an OpenAI-style body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversionError {
@@ -16,6 +18,16 @@ impl ConversionError {
         Self {
             message: message.into(),
         }
+    }
+
+    /// The error a conversion stops with once its caller cancelled it ([`crate::cancel`]).
+    pub fn cancelled() -> Self {
+        Self::new(CANCELLED)
+    }
+
+    /// Whether this is the error of a cancelled conversion.
+    pub fn is_cancelled(&self) -> bool {
+        self.message == CANCELLED
     }
 
     pub fn status_code(&self) -> u16 {

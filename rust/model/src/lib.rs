@@ -4,6 +4,7 @@
 //! one error type a conversion can raise. It refuses to know any wire format: parsing
 //! requests lives in `deepseek-protocol`, producing prompts in `deepseek-render`.
 
+pub mod cancel;
 mod conversation;
 mod error;
 mod message;

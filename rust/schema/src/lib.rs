@@ -27,7 +27,7 @@ pub fn check_tool_parameters(function: &str, schema: &Value) -> Result<(), Conve
             "Invalid schema for function '{function}': {detail}"
         ))
     };
-    meta::validate(schema).map_err(invalid)?;
+    meta::validate(schema).map_err(|detail| stopped_or(invalid(detail)))?;
     let declared = schema.get("type").unwrap_or(&Value::Null);
     if declared.as_str() != Some("object") {
         return Err(invalid(format!(
@@ -39,8 +39,21 @@ pub fn check_tool_parameters(function: &str, schema: &Value) -> Result<(), Conve
 
 /// A non-strict `json_schema` response format: the meta-schema check only.
 pub fn check_response_schema(schema: &Value) -> Result<(), ConversionError> {
-    meta::validate(schema)
-        .map_err(|detail| ConversionError::new(format!("Invalid json schema: {detail}")))
+    meta::validate(schema).map_err(|detail| {
+        stopped_or(ConversionError::new(format!(
+            "Invalid json schema: {detail}"
+        )))
+    })
+}
+
+/// `error`, unless the check failed because its caller cancelled it (the regex checks stop at
+/// once then, see [`deepseek_model::cancel`]).
+fn stopped_or(error: ConversionError) -> ConversionError {
+    if deepseek_model::cancel::cancelled() {
+        ConversionError::cancelled()
+    } else {
+        error
+    }
 }
 
 /// §7.6 strict normalization of a tool's parameters or a response format's schema.

@@ -14,11 +14,27 @@
 //! names in sorted vectors (each new name shifts the ones after it), so a pattern with more
 //! than [`MAX_GROUP_NAMES`] group names is refused without being read further; the
 //! reference accepts such patterns after time quadratic in their names (80,000 names: 9.6 s).
-//! Both limits are listed in `docs/compatibility.md`; the verdicts are pinned by
-//! `tests/test_schema_regex.py` against a table recorded from the reference.
+//!
+//! Two more bounds keep one pattern's cost linear and small, whatever it holds:
+//! - a pattern longer than [`MAX_PATTERN_BYTES`] is refused by both checks unread. The
+//!   reference has no such limit (its compiled-size limit refuses long patterns of
+//!   ordinary atoms, but 16 MB of verbose-mode white space compile);
+//! - fancy-regex's optimizer rewrites each window of three repetitions in a row
+//!   (`x*y?x*`) and splices the result into the sequence, moving everything after it: time
+//!   quadratic in the repetitions of one sequence (`(a|b)*` 100,000 times: 3.3 s in the
+//!   reference, 14 s for 200,000). Before compiling, [`optimizer_moves`] bounds those moves
+//!   from fancy-regex's own parse of the pattern; past [`MAX_OPTIMIZER_MOVES`] the pattern is
+//!   refused.
+//!
+//! Both checks stop at once, refusing, when the caller cancelled the conversion
+//! ([`deepseek_model::cancel`]). The limits are listed in `docs/compatibility.md`; the
+//! verdicts are pinned by `tests/test_schema_regex.py` against tables recorded from the
+//! reference.
 
 use std::fmt::Write as _;
 
+use deepseek_model::cancel;
+use fancy_regex::Expr;
 use regex_syntax::ast::{
     self, parse::Parser, Ast, ClassPerl, ClassPerlKind, ClassSetItem, ErrorKind, LiteralKind,
     SpecialLiteralKind, Visitor,
@@ -27,20 +43,91 @@ use regex_syntax::ast::{
 /// Group names (declared or referenced) a pattern may hold; past this many it is refused.
 pub(super) const MAX_GROUP_NAMES: usize = 1000;
 
+/// The longest pattern checked, in bytes; a longer one is refused.
+pub(super) const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// Sequence elements fancy-regex's optimizer may move while rewriting repetitions (about a
+/// tenth of a second); a pattern that could make it move more is refused.
+pub(super) const MAX_OPTIMIZER_MOVES: u64 = 50_000_000;
+
 /// Whether the reference compiles `pattern` (`pattern`, `patternProperties` names).
 pub(super) fn compiles(pattern: &str) -> bool {
-    if group_names(pattern) > MAX_GROUP_NAMES {
+    if !within_limits(pattern) {
         return false;
     }
-    match to_rust_syntax(pattern) {
-        Some(translated) => fancy_regex::RegexBuilder::new(&translated).build().is_ok(),
-        None => false,
+    let Some(translated) = to_rust_syntax(pattern) else {
+        return false;
+    };
+    match Expr::parse_tree(&translated) {
+        Ok(tree) if optimizer_moves(&tree.expr) <= MAX_OPTIMIZER_MOVES => {}
+        _ => return false,
     }
+    !cancel::cancelled() && fancy_regex::RegexBuilder::new(&translated).build().is_ok()
 }
 
 /// Whether draft-07's `format: "regex"` accepts `pattern` (ECMA-262 syntax).
 pub(super) fn is_ecma_regex(pattern: &str) -> bool {
-    group_names(pattern) <= MAX_GROUP_NAMES && jsonschema_regex::is_valid_ecma_regex(pattern)
+    within_limits(pattern) && jsonschema_regex::is_valid_ecma_regex(pattern)
+}
+
+/// The bounds both checks share: not cancelled, not too long, not too many group names.
+fn within_limits(pattern: &str) -> bool {
+    !cancel::cancelled()
+        && pattern.len() <= MAX_PATTERN_BYTES
+        && group_names(pattern) <= MAX_GROUP_NAMES
+}
+
+/// An upper bound on the sequence elements fancy-regex's optimizer moves for `expr`.
+///
+/// Its pass over a sequence (`rewrite_concat_repeat_windows`) looks at each window of three
+/// elements; a window it rewrites becomes two elements, spliced in place (every element
+/// after it moves), and the scan goes on past them. It rewrites only windows of three
+/// repetitions whose outer two are unbounded with equal bodies, after folding nested
+/// repetitions (`(?:a*)?` is `a*` then); counting every window of three repetitions whose
+/// outer two are or may fold into unbounded ones, with the same skipping, bounds what it
+/// does from above.
+fn optimizer_moves(expr: &Expr) -> u64 {
+    let mut moves = 0u64;
+    let mut stack = vec![expr];
+    while let Some(node) = stack.pop() {
+        if let Expr::Concat(children) = node {
+            moves = moves.saturating_add(window_moves(children));
+        }
+        stack.extend(node.children_iter());
+    }
+    moves
+}
+
+/// The moves of rewriting every window of three repetitions of one sequence, scanned as
+/// fancy-regex scans it.
+fn window_moves(children: &[Expr]) -> u64 {
+    let repeat = |i: usize| matches!(children.get(i), Some(Expr::Repeat { .. }));
+    let unbounded = |i: usize| children.get(i).is_some_and(may_be_unbounded);
+    let mut len = children.len() as u64;
+    let (mut at, mut position, mut moves) = (0usize, 0u64, 0u64);
+    while at + 2 < children.len() {
+        if unbounded(at) && repeat(at + 1) && unbounded(at + 2) {
+            // Three become two: the elements after the window move one place.
+            moves = moves.saturating_add(len.saturating_sub(position + 3));
+            len -= 1;
+            at += 3;
+            position += 2;
+        } else {
+            at += 1;
+            position += 1;
+        }
+    }
+    moves
+}
+
+/// Whether `expr` is an unbounded repetition, or may become one when nested repetitions are
+/// folded (a repetition of one, through capture groups).
+fn may_be_unbounded(expr: &Expr) -> bool {
+    match expr {
+        Expr::Repeat { hi, child, .. } => *hi == usize::MAX || may_be_unbounded(child),
+        Expr::Group(inner) => may_be_unbounded(inner),
+        _ => false,
+    }
 }
 
 /// How many places in `pattern` may open or name a group by name, counted over the raw text
@@ -331,6 +418,7 @@ fn escape_class_syntax(pattern: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -468,6 +556,64 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn optimizer_moves_table() {
+        // (name, pattern, moves): sequences of n elements, each rewrite moving what follows.
+        let cases: [(&str, String, u64); 7] = [
+            ("no repetition", "abc".repeat(100), 0),
+            ("repetitions not three in a row", "a*b".repeat(100), 0),
+            (
+                "bounded repetitions are never rewritten",
+                "a?".repeat(100),
+                0,
+            ),
+            ("one window at the end", "xa*a*a*".to_owned(), 0),
+            ("one window, two after it", "a*a*a*xy".to_owned(), 2),
+            ("two windows", "a*a*a*a*a*a*".to_owned(), 3),
+            (
+                "nested sequences add up",
+                "(a*a*a*x)(b*b*b*y)".to_owned(),
+                2,
+            ),
+        ];
+        for (name, pattern, want) in cases {
+            let tree = Expr::parse_tree(&pattern).unwrap();
+            assert_eq!(optimizer_moves(&tree.expr), want, "{name}");
+        }
+        // Quadratic in the repetitions of one sequence: 3k of them, k windows, about k²/2.
+        let moves =
+            |k: usize| optimizer_moves(&Expr::parse_tree(&"a*".repeat(3 * k)).unwrap().expr);
+        assert_eq!(
+            moves(1000),
+            (0..1000u64).map(|w| 3000 - 3 * w - 3).sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn the_bounds_refuse_before_compiling() {
+        let over_budget = "(a|b)*".repeat(20_000);
+        let within = "(a|b)*".repeat(2_000);
+        assert!(compiles(&within));
+        assert!(!compiles(&over_budget));
+        // A class of one letter written a million times: both engines take it, at the limit.
+        let at_limit = format!("[{}]", "a".repeat(MAX_PATTERN_BYTES - 2));
+        assert!(compiles(&at_limit) && is_ecma_regex(&at_limit));
+        let long = format!("[{}]", "a".repeat(MAX_PATTERN_BYTES - 1));
+        assert!(!compiles(&long) && !is_ecma_regex(&long));
+    }
+
+    #[test]
+    fn a_cancelled_check_refuses_at_once() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let flag = Arc::new(AtomicBool::new(false));
+        cancel::with_flag(&flag, || {
+            assert!(compiles("a+") && is_ecma_regex("a+"));
+            flag.store(true, Ordering::Relaxed);
+            assert!(!compiles("a+") && !is_ecma_regex("a+"));
+        });
     }
 
     #[test]
