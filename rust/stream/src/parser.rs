@@ -151,7 +151,7 @@ enum Stage {
 }
 
 /// The rule lists of every stage, built once.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Rules {
     reasoning: Vec<Rule>,
     content: Vec<Rule>,
@@ -190,7 +190,7 @@ enum Out {
 }
 
 /// Output waiting in the pending queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Body {
     /// Stream text `[start, start + bytes.len())`; or, for a special-token `symbol`, the one
     /// position `start` written as `bytes`.
@@ -208,7 +208,7 @@ enum Body {
 
 /// One pending output, the stream position where it starts, and the input piece it came
 /// from (non-decreasing along the queue).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Piece {
     start: u64,
     origin: u64,
@@ -231,7 +231,7 @@ impl Piece {
 }
 
 /// A streaming parser for one response.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Parser {
     patterns: Vec<Pattern>,
     stops: Vec<String>,
@@ -574,6 +574,15 @@ impl Parser {
             self.in_call = false;
         }
         self.done = true;
+    }
+
+    /// What [`Parser::finish`] would produce now, the parser left as it is: the output held
+    /// back (a possible marker or stop sequence, a parameter value not yet closed) and the
+    /// end of an open call. Costs a copy of the parser: its matchers and what it holds.
+    pub fn held(&self) -> Vec<ParseEvent> {
+        let mut out = Vec::new();
+        self.clone().finish(&mut out);
+        out
     }
 
     /// The origin the next input piece gets. Pieces are numbered from 0 in the order they

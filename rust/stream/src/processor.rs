@@ -19,6 +19,12 @@
 //! a vocabulary, reasoning tokens are the reasoning
 //! text encoded again (which is how the reference counts them). Tool-call ids (§10.9) take the
 //! `ET_` infix when the generator is in thinking mode and no reasoning text came before.
+//!
+//! [`EngineChecks`] (off by default, so the processor behaves as the reference's does) are for
+//! an engine that is not trusted: output past `max_tokens` is cut there and ends the stream
+//! with `length`, an id outside the vocabulary fails the stream, and reasoning tokens are the
+//! engine's ids that made reasoning text (text chunks: their text encoded again), never more
+//! than the completion tokens.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -78,6 +84,8 @@ pub enum StreamError {
     NoTokenizer,
     /// The logprob list does not have one entry per token id.
     LogprobCount { logprobs: usize, token_ids: usize },
+    /// With [`EngineChecks`]: a token id the vocabulary does not have.
+    UnknownTokenId(u32),
 }
 
 impl fmt::Display for StreamError {
@@ -93,11 +101,19 @@ impl fmt::Display for StreamError {
                 f,
                 "invalid log probabilities: {logprobs} log probabilities for {token_ids} token IDs"
             ),
+            Self::UnknownTokenId(id) => write!(f, "token id {id} is not in the vocabulary"),
         }
     }
 }
 
 impl std::error::Error for StreamError {}
+
+/// What the processor checks of an engine's output it does not trust (see the module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineChecks {
+    /// The output tokens the request allows (`None`: no cap).
+    pub max_tokens: Option<u64>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -126,8 +142,18 @@ pub struct StreamProcessor<E: Emitter, V: Vocabulary> {
     by_origin: VecDeque<(u64, Vec<TokenLogprob>)>,
     /// The options' special-token spellings (an added token spelled so is a parser symbol).
     specials: Vec<(String, SpecialToken)>,
-    /// Reasoning text so far, for the reasoning-token count (kept only with a vocabulary).
+    /// Reasoning text so far, for the reasoning-token count (kept only with a vocabulary;
+    /// with engine checks, only the reasoning of text chunks).
     reasoning: String,
+    /// Set by [`StreamProcessor::check_engine`].
+    checks: Option<EngineChecks>,
+    /// With engine checks: output tokens received (the cap's count).
+    received: u64,
+    /// With engine checks: reasoning tokens counted from ids.
+    reasoning_ids: u64,
+    /// With engine checks: the input pieces that may still produce text, by origin
+    /// (increasing), each with its token count (`None` for a text chunk).
+    piece_tokens: VecDeque<(u64, Option<u64>)>,
     reasoning_emitted: bool,
     tool_calls: usize,
     tool_call_ids: Vec<String>,
@@ -172,6 +198,10 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                 .filter(|(text, _)| !text.is_empty())
                 .collect(),
             reasoning: String::new(),
+            checks: None,
+            received: 0,
+            reasoning_ids: 0,
+            piece_tokens: VecDeque::new(),
             reasoning_emitted: false,
             tool_calls: 0,
             tool_call_ids: Vec::new(),
@@ -185,6 +215,21 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
     pub fn with_id_seed(mut self, seed: u64) -> Self {
         self.ids = IdSource::seeded(seed);
         self
+    }
+
+    /// Check the engine's output from now on (see [`EngineChecks`]); call it before the
+    /// first chunk.
+    pub fn check_engine(&mut self, checks: EngineChecks) {
+        self.checks = Some(checks);
+    }
+
+    /// What ending the output now would flush, the processor left as it is (see
+    /// [`Parser::held`]): the text and tool-call pieces the parser is holding back.
+    pub fn held_back(&self) -> Vec<ParseEvent> {
+        if self.state != State::Open {
+            return Vec::new();
+        }
+        self.parser.held()
     }
 
     /// True once the stream completed (finish chunk, stop sequence, or `finish()`).
@@ -230,17 +275,23 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                 content,
                 token_count,
             } => {
+                let (token_count, over) = self.within_cap(token_count);
                 self.completion_tokens = self.completion_tokens.wrapping_add(token_count);
+                if self.checks.is_some() {
+                    self.piece_tokens
+                        .push_back((self.parser.next_origin(), None));
+                }
                 self.parse_text(&content, out);
+                self.end_past_cap(over, out);
             }
             InferenceChunk::Tokens {
-                token_ids,
-                logprobs,
+                mut token_ids,
+                mut logprobs,
             } => {
-                if self.vocabulary.is_none() {
+                let Some(vocabulary) = &self.vocabulary else {
                     self.state = State::Closed;
                     return Err(StreamError::NoTokenizer);
-                }
+                };
                 if let Some(list) = &logprobs {
                     if list.len() != token_ids.len() {
                         self.state = State::Closed;
@@ -250,7 +301,23 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                         });
                     }
                 }
+                if self.checks.is_some() {
+                    let unknown = token_ids
+                        .iter()
+                        .find(|&&id| vocabulary.token_bytes(id).is_none());
+                    if let Some(&id) = unknown {
+                        self.state = State::Closed;
+                        return Err(StreamError::UnknownTokenId(id));
+                    }
+                }
+                let (kept, over) = self.within_cap(token_ids.len() as u64);
+                let kept = usize::try_from(kept).unwrap_or(usize::MAX);
+                token_ids.truncate(kept);
+                if let Some(list) = &mut logprobs {
+                    list.truncate(kept);
+                }
                 self.tokens(&token_ids, logprobs.as_deref(), out);
+                self.end_past_cap(over, out);
             }
             InferenceChunk::Finish(reason) => {
                 self.complete(Completion::Finished(reason), out);
@@ -280,6 +347,24 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
     /// Release the processor without finishing: later calls fail with "is closed".
     pub fn close(&mut self) {
         self.state = State::Closed;
+    }
+
+    /// Of `count` new output tokens, how many the cap leaves (all without one), and whether
+    /// the engine went past it.
+    fn within_cap(&mut self, count: u64) -> (u64, bool) {
+        let Some(max) = self.checks.and_then(|checks| checks.max_tokens) else {
+            return (count, false);
+        };
+        let kept = count.min(max.saturating_sub(self.received));
+        self.received += kept;
+        (kept, kept < count)
+    }
+
+    /// The engine went past the cap: the output ends there, as if it had stopped for length.
+    fn end_past_cap(&mut self, over: bool, out: &mut Vec<E::Event>) {
+        if over && self.state == State::Open {
+            self.complete(Completion::Finished(FinishReason::Length), out);
+        }
     }
 
     fn ensure_started(&mut self, out: &mut Vec<E::Event>) {
@@ -323,6 +408,11 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         }
         self.ensure_started(out);
         let first = self.parser.next_origin();
+        if self.checks.is_some() {
+            for ((_, count), origin) in pieces.iter().zip(first..) {
+                self.piece_tokens.push_back((origin, Some(*count as u64)));
+            }
+        }
         for ((_, count), origin) in pieces.iter().zip(first..) {
             let count = (*count).min(self.unassigned.len());
             let logprobs: Vec<TokenLogprob> = self.unassigned.drain(..count).flatten().collect();
@@ -371,6 +461,37 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
         {
             self.by_origin.pop_front();
         }
+        while self
+            .piece_tokens
+            .front()
+            .is_some_and(|(origin, _)| *origin < oldest)
+        {
+            self.piece_tokens.pop_front();
+        }
+    }
+
+    /// Count a reasoning text event of piece `origin`: with engine checks, a token piece's
+    /// tokens once (its first reasoning event), a text chunk's text to encode again at the
+    /// end; without, all the text (the reference's count).
+    fn count_reasoning(&mut self, origin: u64, text: &str) {
+        if self.vocabulary.is_none() {
+            return;
+        }
+        if self.checks.is_none() {
+            self.reasoning.push_str(text);
+            return;
+        }
+        while self.piece_tokens.front().is_some_and(|(o, _)| *o < origin) {
+            self.piece_tokens.pop_front();
+        }
+        match self.piece_tokens.front_mut() {
+            Some((o, Some(count))) if *o == origin => {
+                self.reasoning_ids += *count;
+                *count = 0;
+            }
+            Some((o, None)) if *o == origin => self.reasoning.push_str(text),
+            _ => {}
+        }
     }
 
     /// Turn parser events into emitter calls; a stop sequence completes the stream.
@@ -387,9 +508,7 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
                     }
                     if *segment == Segment::Reasoning {
                         self.reasoning_emitted = true;
-                        if self.vocabulary.is_some() {
-                            self.reasoning.push_str(text);
-                        }
+                        self.count_reasoning(*origin, text);
                     }
                     let logprobs = self.logprobs_of(*origin);
                     self.emitter.text(*segment, text, logprobs.as_deref(), out);
@@ -441,10 +560,14 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             self.events = events;
         }
         let reasoning_tokens = self.vocabulary.as_ref().map(|vocabulary| {
-            if self.reasoning.is_empty() {
+            let encoded = if self.reasoning.is_empty() {
                 0
             } else {
                 vocabulary.count_tokens(&self.reasoning)
+            };
+            match self.checks {
+                None => encoded,
+                Some(_) => (self.reasoning_ids + encoded).min(self.completion_tokens),
             }
         });
         let usage = Usage {
@@ -456,6 +579,7 @@ impl<E: Emitter, V: Vocabulary> StreamProcessor<E, V> {
             .finish(&completion, self.tool_calls > 0, &usage, out);
         self.by_origin.clear();
         self.unassigned.clear();
+        self.piece_tokens.clear();
     }
 }
 

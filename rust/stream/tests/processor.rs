@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use deepseek_model::{ParsingOptions, ThinkingInitialStage};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
 use deepseek_stream::processor::{
-    escape_invalid_utf8, ChunkLogprob, InferenceChunk, StreamError, StreamProcessor, Vocabulary,
+    escape_invalid_utf8, ChunkLogprob, EngineChecks, InferenceChunk, StreamError, StreamProcessor,
+    Vocabulary,
 };
-use deepseek_stream::Segment;
+use deepseek_stream::{ParseEvent, Segment};
 
 /// Records every emitter call as a line.
 #[derive(Debug, Default)]
@@ -731,4 +732,159 @@ fn logprobs_are_attributed_by_origin() {
         lines.pop(); // the finish line
         assert_eq!(lines, expected, "{name}");
     }
+}
+
+fn checked(thinking: bool, max_tokens: Option<u64>) -> StreamProcessor<Recorder, Vocab> {
+    let mut processor = processor(thinking, true);
+    processor.check_engine(EngineChecks { max_tokens });
+    processor
+}
+
+#[test]
+fn engine_checks_table() {
+    let stop = InferenceChunk::Finish(FinishReason::Stop);
+    let cases: Vec<LifecycleCase> = vec![
+        (
+            "output past max_tokens is cut there and ends with length",
+            checked(false, Some(3)),
+            vec![
+                ready(1, 0),
+                tokens(&[10, 11]),
+                tokens(&[13, 14, 10]),
+                tokens(&[11]),
+            ],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "content \"Hello world\"",
+                "content \"r\"",
+                "finish Finished(Length) tools=false completion=3 reasoning=Some(0)",
+                "error stream processor has finished",
+            ],
+        ),
+        (
+            "exactly max_tokens waits for the engine's own finish",
+            checked(false, Some(2)),
+            vec![ready(1, 0), tokens(&[10, 11]), stop.clone()],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "content \"Hello world\"",
+                "finish Finished(Stop) tools=false completion=2 reasoning=Some(0)",
+            ],
+        ),
+        (
+            "text chunks count against the cap too",
+            checked(false, Some(2)),
+            vec![ready(1, 0), text("a"), text("b"), text("c")],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "content \"a\"",
+                "content \"b\"",
+                "content \"c\"",
+                "finish Finished(Length) tools=false completion=2 reasoning=Some(0)",
+            ],
+        ),
+        (
+            "an id outside the vocabulary fails the stream",
+            checked(false, None),
+            vec![ready(1, 0), tokens(&[10, 999_999, 11]), tokens(&[10])],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "error token id 999999 is not in the vocabulary",
+                "error stream processor is closed",
+                "error stream processor is closed",
+            ],
+        ),
+        (
+            // The text encodes to three words (the test vocabulary's count), the engine made
+            // it from two ids: the ids count.
+            "reasoning tokens are the ids that made reasoning",
+            checked(true, None),
+            vec![
+                ready(1, 0),
+                tokens(&[13, 11, 11]),
+                tokens(&[100, 10]),
+                stop.clone(),
+            ],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "reasoning \"r world world\"",
+                "content \"Hello\"",
+                "finish Finished(Stop) tools=false completion=5 reasoning=Some(3)",
+            ],
+        ),
+        (
+            "text reasoning is encoded again, never above the completion tokens",
+            checked(true, None),
+            vec![
+                ready(1, 0),
+                text("one two three four</think>"),
+                stop.clone(),
+            ],
+            vec![
+                "start 1 0 Some(\"fp\")",
+                "reasoning \"one two three four\"",
+                "finish Finished(Stop) tools=false completion=1 reasoning=Some(1)",
+            ],
+        ),
+    ];
+    for (name, processor, chunks, expected) in cases {
+        assert_eq!(run(processor, chunks), expected, "{name}");
+    }
+    // Without checks the processor is the reference's: unknown ids are dropped, no cap, and
+    // the reasoning text is encoded again.
+    let lines = run(
+        processor(true, true),
+        vec![
+            ready(1, 0),
+            text("one two three four</think>"),
+            tokens(&[10, 999_999]),
+            stop,
+        ],
+    );
+    assert_eq!(
+        lines,
+        [
+            "start 1 0 Some(\"fp\")",
+            "reasoning \"one two three four\"",
+            "content \"Hello\"",
+            "finish Finished(Stop) tools=false completion=3 reasoning=Some(4)",
+        ]
+    );
+}
+
+#[test]
+fn held_back_is_what_ending_now_would_flush() {
+    let options = ParsingOptions {
+        stop_sequences: vec!["STOP".to_owned()],
+        ..options(true)
+    };
+    let mut processor = StreamProcessor::new(Recorder, &options, true, Some(Vocab::new()));
+    let held_texts = |processor: &StreamProcessor<Recorder, Vocab>| -> Vec<(Segment, String)> {
+        processor
+            .held_back()
+            .into_iter()
+            .filter_map(|event| match event {
+                ParseEvent::Text { segment, text, .. } => Some((segment, text)),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    processor.push(text("ab"), &mut out).unwrap();
+    processor.push(text("c</th"), &mut out).unwrap();
+    // The run that may end in a marker waits whole.
+    assert_eq!(out, ["start 0 0 None", "reasoning \"ab\""]);
+    let held = vec![(Segment::Reasoning, "c</th".to_owned())];
+    assert_eq!(held_texts(&processor), held);
+    // Asking changes nothing: the marker completes as if nobody had looked.
+    assert_eq!(held_texts(&processor), held);
+    out.clear();
+    processor.push(text("ink>xyST"), &mut out).unwrap();
+    assert_eq!(out, ["reasoning \"c\""]);
+    assert_eq!(
+        held_texts(&processor),
+        [(Segment::Content, "xyST".to_owned())]
+    );
+    processor.push(text("OP"), &mut out).unwrap();
+    assert!(processor.finished() && processor.held_back().is_empty());
 }
