@@ -11,6 +11,8 @@ pub enum ImageErrorKind {
     TooManyImages,
     ImageTooLarge,
     TotalSizeTooLarge,
+    /// Ours: the images of a request hold more pixels than the caller's budget.
+    TooManyPixels,
     InvalidDataUrl,
     EmptyImage,
     UnsupportedMediaType,
@@ -39,6 +41,7 @@ impl ImageErrorKind {
             Self::TooManyImages => "TooManyImages",
             Self::ImageTooLarge => "ImageTooLarge",
             Self::TotalSizeTooLarge => "TotalSizeTooLarge",
+            Self::TooManyPixels => "TooManyPixels",
             Self::InvalidDataUrl => "InvalidDataUrl",
             Self::EmptyImage => "EmptyImage",
             Self::UnsupportedMediaType => "UnsupportedMediaType",

@@ -5,8 +5,9 @@
 //! ([`geometry::output_size`]: low-detail scaling, the dimension limit, the WebP side limit),
 //! bounded decoding and preprocessing ([`preprocess`]: PNG, JPEG, WebP and the first GIF frame,
 //! EXIF orientation, alpha over white, letterboxed resize, WebP out), the per-request quota
-//! and the order in which a resolve call reports its first failure ([`resolve`]), and the
-//! rules that say which network destinations a fetcher may connect to ([`address`]).
+//! and the order in which a resolve call reports its first failure ([`resolve`]), the
+//! process-wide memory budget of decoding ([`budget`]), and the rules that say which network
+//! destinations a fetcher may connect to ([`address`]).
 //!
 //! It refuses to do network I/O: fetching is the caller's (the Python package pins a
 //! connection to an address this crate accepted). Every rule here was recovered from the
@@ -14,6 +15,7 @@
 //! (`tests/reference_tables/image_geometry.json.gz`, read by `tests/geometry_sweep.rs`).
 
 pub mod address;
+pub mod budget;
 pub mod error;
 pub mod geometry;
 pub mod preprocess;

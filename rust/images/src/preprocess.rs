@@ -54,7 +54,7 @@ pub struct Header {
 
 /// Bytes a decoded image of this size may allocate: up to 8 bytes a pixel (16-bit RGBA)
 /// plus 1 MiB of decoder state.
-fn allocation_limit(width: u32, height: u32) -> u64 {
+pub fn allocation_limit(width: u32, height: u32) -> u64 {
     u64::from(width) * u64::from(height) * 8 + (1 << 20)
 }
 
@@ -218,11 +218,15 @@ pub fn preprocess_at(
     })
 }
 
-/// Preprocess one image on its own (errors name it `image[0]`, as the reference's do).
+/// Preprocess one image on its own (errors name it `image[0]`, as the reference's do),
+/// within the process's decoding budget ([`crate::budget`]).
 pub fn preprocess(
     data: &[u8],
     options: &PreprocessOptions,
 ) -> Result<PreprocessedImage, ImageError> {
+    let need = read_header(data, "image[0]")
+        .map_or(0, |header| allocation_limit(header.width, header.height));
+    let _taken = crate::budget::DECODING.take(need);
     preprocess_at(data, options, "image[0]")
 }
 

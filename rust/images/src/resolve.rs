@@ -7,6 +7,11 @@
 //!    above 32 MiB, an empty body, then the request's bytes so far above 64 MiB;
 //! 3. per source, in order: the preprocessing ([`crate::preprocess`]).
 //!
+//! Ours, before step 3 when the caller sets a pixel budget: the pixels of the request's
+//! images (read from their headers; an image too large a side or unreadable is left to
+//! step 3) above the budget. Preprocessing then takes what its decoders may allocate out of
+//! the process's decoding budget ([`crate::budget`]).
+//!
 //! Only a call that succeeds adds its images and source bytes to the quota. The caller
 //! downloads the URLs (this crate does no I/O): [`urls_to_fetch`] says which, [`resolve`]
 //! takes the results.
@@ -16,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::error::{location, ImageError, ImageErrorKind};
 use crate::geometry::PreprocessOptions;
-use crate::preprocess::{preprocess_at, PreprocessedImage};
+use crate::preprocess::{allocation_limit, preprocess_at, read_header, PreprocessedImage};
 use crate::source::data_url_bytes;
 
 pub const MAX_IMAGES: u64 = 600;
@@ -137,11 +142,12 @@ pub fn urls_to_fetch(sources: &[ImageSource], quota: &Quota) -> Result<Vec<usize
 
 /// Resolve `sources`: `downloads[i]` is the download of source `i` when it is a URL the
 /// caller fetched (`None` otherwise). Preprocesses in parallel; updates `quota` only on
-/// success.
+/// success. `max_pixels`: the call's pixel budget (`None`: none, as the reference).
 pub fn resolve(
     sources: &[ImageSource],
     mut downloads: Vec<Option<Download>>,
     quota: &mut Quota,
+    max_pixels: Option<u64>,
 ) -> Result<Vec<PreprocessedImage>, ImageError> {
     check_count(sources.len(), quota)?;
     let at = locations(sources);
@@ -180,6 +186,32 @@ pub fn resolve(
         }
         bodies.push(bytes);
     }
+    // What decoding will cost, from the headers, of the images preprocessing will decode.
+    let sizes: Vec<(u64, u64)> = bodies
+        .iter()
+        .zip(sources)
+        .zip(&at)
+        .filter_map(|((bytes, source), at)| {
+            let header = read_header(bytes, at).ok()?;
+            let limit = PreprocessOptions::for_resolver(source.detail).max_dimension_px;
+            (header.width.max(header.height) <= limit).then(|| {
+                (
+                    u64::from(header.width) * u64::from(header.height),
+                    allocation_limit(header.width, header.height),
+                )
+            })
+        })
+        .collect();
+    let pixels: u64 = sizes.iter().map(|(pixels, _)| pixels).sum();
+    if let Some(max) = max_pixels.filter(|&max| pixels > max) {
+        return Err(ImageError::new(
+            ImageErrorKind::TooManyPixels,
+            format!(
+                "Total image pixels exceed the limit: max {max} pixels per request, got {pixels}"
+            ),
+        ));
+    }
+    let _decoding = crate::budget::DECODING.take(sizes.iter().map(|(_, bytes)| bytes).sum());
     let results: Vec<Result<PreprocessedImage, ImageError>> = bodies
         .par_iter()
         .zip(sources.par_iter())
@@ -192,4 +224,61 @@ pub fn resolve(
     quota.images += sources.len() as u64;
     quota.bytes = total;
     Ok(images)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use deepseek_model::ImageDetail;
+
+    fn png(width: u32, height: u32) -> ImageSource {
+        let mut data = Vec::new();
+        image::RgbImage::new(width, height)
+            .write_to(
+                &mut std::io::Cursor::new(&mut data),
+                image::ImageFormat::Png,
+            )
+            .unwrap();
+        ImageSource {
+            kind: ImageSourceKind::Bytes(data),
+            detail: ImageDetail::High,
+            path: "m".to_owned(),
+        }
+    }
+
+    fn run(sources: &[ImageSource], max_pixels: Option<u64>) -> Result<usize, ImageError> {
+        let downloads = sources.iter().map(|_| None).collect();
+        resolve(sources, downloads, &mut Quota::default(), max_pixels).map(|images| images.len())
+    }
+
+    #[test]
+    fn the_pixel_budget_counts_the_request_before_decoding() {
+        let sources = [png(100, 100), png(200, 50), png(50, 50)];
+        assert_eq!(run(&sources, None).unwrap(), 3);
+        assert_eq!(run(&sources, Some(22_500)).unwrap(), 3);
+        let error = run(&sources, Some(22_499)).unwrap_err();
+        assert_eq!(error.kind, ImageErrorKind::TooManyPixels);
+        assert_eq!(
+            error.message,
+            "Total image pixels exceed the limit: max 22499 pixels per request, got 22500"
+        );
+        // An image too large a side is refused as the reference refuses it, budget or not.
+        let huge = [png(100, 100), png(8193, 1)];
+        for budget in [None, Some(10)] {
+            assert_eq!(
+                run(&huge, budget).unwrap_err().kind,
+                if budget.is_some() {
+                    ImageErrorKind::TooManyPixels
+                } else {
+                    ImageErrorKind::ImageDimensionsTooLarge
+                }
+            );
+        }
+        assert_eq!(
+            run(&huge, Some(10_000)).unwrap_err().kind,
+            ImageErrorKind::ImageDimensionsTooLarge
+        );
+        assert_eq!(crate::budget::DECODING.free(), crate::budget::DECODE_MEMORY);
+    }
 }
