@@ -82,6 +82,8 @@ OURS = {
     "Sampling",
     "block_hashes",
     "prefix_hash",
+    # Stopping a conversion whose caller gave up on it.
+    "CancelToken",
     # Typed errors: subclasses of the builtin the reference raises, each with a `kind`.
     "TokenizerError",
     "StreamError",

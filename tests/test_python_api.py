@@ -59,6 +59,12 @@ def _processor(tokenizer: dr.Tokenizer | None) -> dr.StreamProcessor:
     return dr.StreamProcessor(generator, converted.parsing_options, tokenizer)
 
 
+def _unknown_id(tokenizer: dr.Tokenizer) -> object:
+    processor = _processor(tokenizer)
+    processor.check_engine()
+    return processor.push(dr.InferenceChunk.tokens([10_000_000]))
+
+
 def _after_finish(tokenizer: dr.Tokenizer) -> object:
     processor = _processor(tokenizer)
     processor.push(dr.InferenceChunk.ready())
@@ -209,6 +215,13 @@ ERROR_CASES: list[Case] = [
         dr.StreamError,
         "logprob_count",
         "invalid log probabilities: 1 log probabilities for 2 token IDs",
+    ),
+    (
+        "an id outside the vocabulary, the engine checked",
+        _unknown_id,
+        dr.StreamError,
+        "unknown_token_id",
+        "token id 10000000 is not in the vocabulary",
     ),
     (
         "chat: convert twice",

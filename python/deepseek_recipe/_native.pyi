@@ -29,6 +29,21 @@ def block_hashes(ids: TokenIds | Sequence[int] | Buffer, block_size: int = 128) 
 def prefix_hash(ids: TokenIds | Sequence[int] | Buffer, length: int, block_size: int = 128) -> int:
     """The chained hash of the first ``length`` ids (the last block may be partial)."""
 
+@final
+class CancelToken:
+    """Ours: stops conversions. Inside ``with token:``, a conversion on this thread stops soon
+    after ``token.cancel()`` (called from any thread) with the ``ConversionError`` "The request
+    was cancelled" (the JSON-schema checks look at the token between patterns)."""
+
+    def __new__(cls) -> Self: ...
+    def cancel(self) -> None:
+        """Stop the conversions running (and any later one) inside this token's blocks."""
+    @property
+    def cancelled(self) -> bool:
+        """``cancel()`` was called."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> Literal[False]: ...
+
 class ConversionError(Exception):
     """A request that parsed but cannot be served.
 
@@ -50,7 +65,8 @@ class CalcResizeError(ValueError):
     """An image size that cannot be fitted to the model's grid."""
 
 TokenizerErrorKind: TypeAlias = Literal["load", "no_tokenizer", "missing_special_token", "invalid_range", "encode"]
-StreamErrorKind: TypeAlias = Literal["finished", "closed", "no_tokenizer", "logprob_count"]
+StreamErrorKind: TypeAlias = Literal["finished", "closed", "no_tokenizer", "logprob_count", "unknown_token_id"]
+HeldKind: TypeAlias = Literal["reasoning", "content", "tool", "arguments"]
 ConsumedErrorKind: TypeAlias = Literal["request", "generator", "chunk"]
 
 class TokenizerError(RuntimeError):
@@ -267,6 +283,13 @@ class ImageResolver:
 
     def __new__(cls, fetcher: ReqwestImageFetcher, preprocessor: OpenCvImagePreprocessor) -> Self: ...
     def resolve(self, sources: Sequence[ImageSource], quota: ImageQuota) -> MultiModalData: ...
+    def with_pixel_budget(self, max_pixels: int) -> ImageResolver:
+        """Ours: a resolver that refuses a call whose images hold more than ``max_pixels``
+        pixels (read from their headers, before any is decoded): ``ImageError`` kind
+        ``TooManyPixels``."""
+    @property
+    def pixel_budget(self) -> int | None:
+        """Ours: the pixel budget of one call (``None``: none, as the reference's resolver)."""
 
 _SNIFF_BYTES: int
 
@@ -725,6 +748,15 @@ class StreamProcessor:
     def update_prompt_usage(self, prompt_usage: PromptUsage) -> None:
         """Report ``prompt_usage`` at completion instead of the ``ready`` chunk's (an engine that
         counts cached prompt tokens only at the end); events already produced keep theirs."""
+    def check_engine(self, max_tokens: int | None = None) -> None:
+        """Ours: check the engine's output from now on (call it before the first chunk): output
+        past ``max_tokens`` is cut there and ends the stream with ``length``, a token id outside
+        the vocabulary fails it (``StreamError``, kind ``unknown_token_id``), and reasoning
+        tokens are the ids that made reasoning text, never more than the completion tokens."""
+    def held_back(self) -> list[tuple[HeldKind, str, int | None]]:
+        """Ours: what ending the output now would flush, the processor left as it is: one
+        ``(kind, text, index)`` per piece of text or tool call held back (``index``: the tool
+        call's)."""
 
 @final
 class ResponsesRequest:

@@ -38,7 +38,7 @@ pyo3::create_exception!(
     _native,
     StreamError,
     PyRuntimeError,
-    "A stream processor call that cannot be served. `kind`: `finished`, `closed`, `no_tokenizer` or `logprob_count`."
+    "A stream processor call that cannot be served. `kind`: `finished`, `closed`, `no_tokenizer`, `logprob_count` or `unknown_token_id`."
 );
 pyo3::create_exception!(
     _native,
@@ -124,6 +124,7 @@ pub fn stream(err: StreamFailure) -> PyErr {
         StreamFailure::Closed => "closed",
         StreamFailure::NoTokenizer => "no_tokenizer",
         StreamFailure::LogprobCount { .. } => "logprob_count",
+        StreamFailure::UnknownTokenId(_) => "unknown_token_id",
     };
     with_kind(StreamError::new_err(err.to_string()), kind)
 }

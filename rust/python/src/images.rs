@@ -469,6 +469,7 @@ impl PyReqwestImageFetcher {
 #[pyclass(name = "ImageResolver", frozen, module = "deepseek_recipe._native")]
 pub struct PyImageResolver {
     fetcher: Py<PyReqwestImageFetcher>,
+    max_pixels: Option<u64>,
 }
 
 #[pymethods]
@@ -481,7 +482,23 @@ impl PyImageResolver {
         let _ = preprocessor;
         Self {
             fetcher: fetcher.unbind(),
+            max_pixels: None,
         }
+    }
+
+    /// Ours: a resolver that refuses a call whose images hold more than `max_pixels` pixels
+    /// (read from their headers, before any is decoded): `ImageError` kind `TooManyPixels`.
+    fn with_pixel_budget(&self, py: Python<'_>, max_pixels: u64) -> Self {
+        Self {
+            fetcher: self.fetcher.clone_ref(py),
+            max_pixels: Some(max_pixels),
+        }
+    }
+
+    /// Ours: the pixel budget of one call (`None`: none, as the reference's resolver).
+    #[getter]
+    fn pixel_budget(&self) -> Option<u64> {
+        self.max_pixels
     }
 
     /// Resolve image sources and update the caller-supplied request quota. Downloads run
@@ -523,7 +540,7 @@ impl PyImageResolver {
             }
         }
         let images = py
-            .detach(|| resolve::resolve(&sources, downloads, &mut current))
+            .detach(|| resolve::resolve(&sources, downloads, &mut current, self.max_pixels))
             .map_err(errors::image)?;
         quota.add(current.images - before.images, current.bytes - before.bytes);
         Ok(PyMultiModalData {

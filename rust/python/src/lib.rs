@@ -1,10 +1,11 @@
 //! The `deepseek_recipe._native` extension module: an export list, no logic. Each file wraps
 //! one stage: `protocol` (requests), `conversation` and `message` (the canonical model),
 //! `options`, `special`, `encoding` (render + encode), `tokenizer`, `blocks` (KV block
-//! hashes), `images`; `pyvalue` converts Python values to JSON, `errors` maps every error kind
+//! hashes), `images`, `cancel` (stopping a conversion); `pyvalue` converts Python values to JSON, `errors` maps every error kind
 //! to its exception, `slot` holds what a call consumes.
 
 mod blocks;
+mod cancel;
 mod conversation;
 mod encoding;
 mod errors;
@@ -69,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::PyResponsesRequest>()?;
     m.add_class::<protocol::PyMessagesRequest>()?;
     m.add_function(wrap_pyfunction!(protocol::json_nesting_exceeds, m)?)?;
+    m.add_class::<cancel::PyCancelToken>()?;
 
     m.add_class::<reply_messages::PyMessagesChunkGenerator>()?;
     m.add_class::<reply_messages::PyMessagesStreamEvent>()?;

@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use deepseek_model::ParsingOptions;
 use deepseek_stream::emit::{Emitter, FinishReason, PromptUsage};
 use deepseek_stream::processor::{
-    ChunkLogprob, InferenceChunk, StreamError, StreamProcessor, Vocabulary,
+    ChunkLogprob, EngineChecks, InferenceChunk, StreamError, StreamProcessor, Vocabulary,
 };
+use deepseek_stream::{ParseEvent, Segment};
 use deepseek_tokenize::Tokenizer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -74,6 +75,8 @@ pub trait ProtocolProcessor: Send + Sync {
     fn close(&mut self);
     fn finished(&self) -> bool;
     fn update_prompt_usage(&mut self, prompt: PromptUsage);
+    fn check_engine(&mut self, checks: EngineChecks);
+    fn held_back(&self) -> Vec<ParseEvent>;
 }
 
 impl<E> ProtocolProcessor for StreamProcessor<E, TokenizerVocabulary>
@@ -104,6 +107,47 @@ where
     fn update_prompt_usage(&mut self, prompt: PromptUsage) {
         StreamProcessor::update_prompt_usage(self, prompt);
     }
+
+    fn check_engine(&mut self, checks: EngineChecks) {
+        StreamProcessor::check_engine(self, checks);
+    }
+
+    fn held_back(&self) -> Vec<ParseEvent> {
+        StreamProcessor::held_back(self)
+    }
+}
+
+/// One piece of held-back output as Python sees it: `(kind, text, index)`.
+type HeldPiece = (&'static str, String, Option<usize>);
+
+/// The parser's flush as `(kind, text, index)`: `reasoning` and `content` text, a tool call's
+/// name (`tool`) and argument text (`arguments`) with the call's index; neighbours of one kind
+/// and index joined.
+fn held_pieces(events: Vec<ParseEvent>) -> Vec<HeldPiece> {
+    let mut pieces: Vec<HeldPiece> = Vec::new();
+    let each = events.into_iter().filter_map(|event| match event {
+        ParseEvent::Text { segment, text, .. } if !text.is_empty() => {
+            let kind = match segment {
+                Segment::Reasoning => "reasoning",
+                Segment::Content => "content",
+            };
+            Some((kind, text, None))
+        }
+        ParseEvent::ToolCallStart { index, name } => Some(("tool", name, Some(index))),
+        ParseEvent::ToolCallArguments { index, fragment } if !fragment.is_empty() => {
+            Some(("arguments", fragment, Some(index)))
+        }
+        _ => None,
+    });
+    for (kind, text, index) in each {
+        match pieces.last_mut() {
+            Some((last, joined, at)) if *last == kind && *at == index && kind != "tool" => {
+                joined.push_str(&text);
+            }
+            _ => pieces.push((kind, text, index)),
+        }
+    }
+    pieces
 }
 
 /// Recognise one protocol's generator and build its processor (consuming the generator).
@@ -398,6 +442,23 @@ impl PyStreamProcessor {
     /// Release the processor without completing the stream.
     fn close(&self, py: Python<'_>) {
         self.with(py, |inner| inner.close());
+    }
+
+    /// Ours: check the engine's output from now on (call it before the first chunk): output
+    /// past ``max_tokens`` is cut there and ends the stream with ``length``, a token id outside
+    /// the vocabulary fails it (``StreamError``, kind ``unknown_token_id``), and reasoning tokens
+    /// are the ids that made reasoning text, never more than the completion tokens.
+    #[pyo3(signature = (max_tokens=None))]
+    fn check_engine(&self, py: Python<'_>, max_tokens: Option<u64>) {
+        let checks = EngineChecks { max_tokens };
+        self.with(py, move |inner| inner.check_engine(checks));
+    }
+
+    /// Ours: what ending the output now would flush, the processor left as it is: ``(kind,
+    /// text, index)`` for each piece of text or tool call it is holding back (kind
+    /// ``reasoning``, ``content``, ``tool`` or ``arguments``; ``index``: the tool call's).
+    fn held_back(&self, py: Python<'_>) -> Vec<HeldPiece> {
+        held_pieces(self.with(py, |inner| inner.held_back()))
     }
 
     /// Report ``prompt_usage`` at completion instead of the ``ready`` chunk's (for engines that
