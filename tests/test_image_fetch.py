@@ -310,6 +310,37 @@ def test_slow_bodies_hit_the_total_timeout(server: Server) -> None:
         assert (error.kind, error.is_retryable) == ("Fetch", True), path
 
 
+def test_the_total_timeout_bounds_a_body_that_keeps_dripping(server: Server) -> None:
+    """A server sending a byte every 50 ms (for half a minute) cannot stretch a download past
+    its total timeout: each read waits at most until the deadline."""
+
+    def drip(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(1 << 20))
+        h.end_headers()
+        deadline = time.monotonic() + 30
+        data = PNG + b"\0" * (1 << 20)
+        for i in range(1 << 20):
+            if time.monotonic() > deadline:
+                return
+            h.wfile.write(data[i : i + 1])
+            h.wfile.flush()
+            time.sleep(0.05)
+
+    server.routes["/drip"] = drip
+    total = 0.5
+    fetcher = LOOPBACK.with_timeouts(connect=1.0, total=total)
+    resolver = dr.ImageResolver(fetcher, dr.OpenCvImagePreprocessor())
+    for call in [
+        lambda: fetcher.fetch(server.url("/drip")),
+        lambda: resolver.resolve([dr.UrlImageSource(server.url("/drip"))], dr.ImageQuota()),
+    ]:
+        start = time.monotonic()
+        error = failure(call)
+        assert (error.kind, error.is_retryable) == ("Fetch", True)
+        assert time.monotonic() - start < 20 * total
+
+
 def test_the_bytes_decide_the_type_not_the_header(server: Server) -> None:
     html = b"<html>" + b"x" * (1 << 20)
     server.routes["/png-as-text"] = lambda h: send(h, 200, PNG, "text/plain")

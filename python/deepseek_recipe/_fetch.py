@@ -18,10 +18,14 @@ How one URL is fetched, hop by hop (at most ``max_redirects`` redirects):
    the fetcher's (globally routable addresses plus any networks the caller allowed). TLS
    still verifies the certificate for the host name. No proxy is ever used;
 3. a redirect's target goes through the same steps as a new URL;
-4. the body is read in chunks: past ``max_bytes`` the download stops (``Content-Length`` is
-   checked first), past the total timeout it stops, and in a resolve call the first bytes
-   must already look like PNG, JPEG, GIF or WebP (the declared content type is not trusted
-   either way: the bytes decide, as they do for data URLs).
+4. the body is read as it arrives: past ``max_bytes`` the download stops (``Content-Length``
+   is checked first), and in a resolve call the first bytes must already look like PNG, JPEG,
+   GIF or WebP (the declared content type is not trusted either way: the bytes decide, as
+   they do for data URLs);
+5. the total timeout bounds the whole download, redirects included: every read and write on
+   the connection waits at most until the download's deadline (a server sending a byte a
+   second cannot stretch it), and a redirect to anything but ``http``/``https`` (``data:``,
+   ``mailto:``, ``javascript:``) fails the download like any other bad target.
 
 Downloads of one resolve call run concurrently, at most ``concurrency`` at a time.
 """
@@ -29,6 +33,7 @@ Downloads of one resolve call run concurrently, at most ``concurrency`` at a tim
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +46,6 @@ from deepseek_recipe import _native
 
 Outcome = tuple[str, "bytes | None"]
 REDIRECTS = {301, 302, 303, 307, 308}
-CHUNK = 64 * 1024
 
 
 class _Rejected(Exception):
@@ -52,6 +56,42 @@ class _Stop(Exception):
     def __init__(self, outcome: str) -> None:
         super().__init__(outcome)
         self.outcome = outcome
+
+
+_deadline = threading.local()
+"""``_deadline.at``: the ``time.monotonic()`` by which this thread's download must end."""
+
+
+def _remaining(timeout: float | None) -> float:
+    """``timeout`` cut to what is left of this thread's download (``ReadTimeout`` when none)."""
+    left = getattr(_deadline, "at", float("inf")) - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the download's total time is up")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the download's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _remaining(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _remaining(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _remaining(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 class _PinnedBackend(httpcore.NetworkBackend):
@@ -70,7 +110,8 @@ class _PinnedBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         address = self._choose(host, port)
-        return self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+        stream = self._inner.connect_tcp(address, port, _remaining(timeout), local_address, socket_options)
+        return _DeadlineStream(stream)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
@@ -170,7 +211,7 @@ def _read(response: httpx.Response, settings: _Settings, deadline: float, sniff:
     if length is not None and length.isdigit() and int(length) > settings.max_bytes:
         raise _Stop("too_large")
     body = bytearray()
-    for chunk in response.iter_raw(CHUNK):
+    for chunk in response.iter_raw():  # as the bytes arrive: each read ends by the deadline
         body += chunk
         if len(body) > settings.max_bytes:
             raise _Stop("too_large")
@@ -182,7 +223,7 @@ def _read(response: httpx.Response, settings: _Settings, deadline: float, sniff:
 
 
 def _fetch_one(client: httpx.Client, settings: _Settings, url: str, sniff: bool) -> Outcome:
-    deadline = time.monotonic() + settings.total_timeout
+    deadline = _deadline.at = time.monotonic() + settings.total_timeout
     current = url
     try:
         for _ in range(settings.max_redirects + 1):
@@ -199,7 +240,10 @@ def _fetch_one(client: httpx.Client, settings: _Settings, url: str, sniff: bool)
             response = client.send(request, stream=True)
             try:
                 if response.status_code in REDIRECTS and "location" in response.headers:
-                    current = str(target.join(response.headers["location"]))
+                    try:
+                        current = str(target.join(response.headers["location"]))
+                    except (httpx.InvalidURL, TypeError, ValueError):
+                        return ("fetch", None)  # a target that is not a URL at all
                     continue
                 if not 200 <= response.status_code < 300:
                     return (f"status:{response.status_code}", None)
@@ -213,8 +257,12 @@ def _fetch_one(client: httpx.Client, settings: _Settings, url: str, sniff: bool)
         return (stop.outcome, None)
     except (httpx.HTTPError, httpcore.ConnectError, httpcore.TimeoutException, httpcore.NetworkError, OSError):
         return ("fetch", None)
+    except httpx.InvalidURL:  # httpx reads a redirect's target (to a `mailto:`, say) while sending
+        return ("fetch", None)
     except httpcore.ProtocolError:
         return ("fetch", None)
+    finally:
+        _deadline.at = float("inf")
 
 
 def fetch_many(settings: tuple[Any, ...], urls: list[str], sniff: bool = False) -> list[Outcome]:
