@@ -137,11 +137,15 @@ class FakeEngine:
             await event({"id": "cmpl-1", "object": "text_completion", "choices": [], "usage": usage})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
+    def _decode(self, ids: list[int]) -> str:
+        """The text of ``ids`` (an id outside the vocabulary decodes to nothing)."""
+        return self.tokenizer.decode([i for i in ids if self.tokenizer.token_bytes(i) is not None])
+
     def _chunk(self, request: dict[str, Any], prompt: list[int], ids: list[int], sent: list[int], last: bool) -> Any:
         # Text as engines stream it: a character split across tokens waits until it is whole.
-        whole = self.tokenizer.decode(sent)
+        whole = self._decode(sent)
         ready = whole if last else whole.rstrip("\ufffd")
-        done = self.tokenizer.decode(sent[: len(sent) - len(ids)]).rstrip("\ufffd")
+        done = self._decode(sent[: len(sent) - len(ids)]).rstrip("\ufffd")
         text = ready[len(done) :] if len(ready) >= len(done) else ""
         if self.kind == "sglang":
             meta = {
@@ -151,7 +155,7 @@ class FakeEngine:
                 "cached_tokens": self.cached_tokens,
                 "finish_reason": {"type": self.finish, "matched": 1} if last else None,
             }
-            return {"text": self.tokenizer.decode(sent), "output_ids": list(sent), "meta_info": meta}
+            return {"text": self._decode(sent), "output_ids": list(sent), "meta_info": meta}
         choice: dict[str, Any] = {
             "index": 0,
             "text": text,

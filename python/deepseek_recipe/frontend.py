@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 import orjson
 
@@ -39,6 +39,7 @@ from deepseek_recipe._native import (
     DeepseekV41Encoding,
     ImageQuota,
     ImageResolver,
+    ImageSource,
     InferenceChunk,
     InferenceFinishReason,
     LatestReminderMessage,
@@ -68,6 +69,9 @@ from deepseek_recipe._native import (
 from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe._tokenizer import default_tokenizer
 
+if TYPE_CHECKING:
+    from deepseek_recipe._native import HeldKind
+
 Protocol: TypeAlias = Literal["chat", "responses", "messages"]
 """The three request protocols: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
 
@@ -83,6 +87,10 @@ PROTOCOLS: tuple[Protocol, ...] = ("chat", "responses", "messages")
 
 DEFAULT_CONTEXT_LIMIT = 1_048_576
 """DeepSeek V4's context window (1M tokens): prompt plus completion."""
+
+DEFAULT_MAX_IMAGE_PIXELS = 1 << 27
+"""The pixels the images of one request may hold (read from their headers before any is
+decoded): two images at the largest size the model takes (8,192 pixels a side)."""
 
 _REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
@@ -126,6 +134,25 @@ class Sampling:
     seed: int | None
     logprobs: bool
     top_logprobs: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedRequest:
+    """A request parsed, converted, rendered and encoded, its images not resolved yet: what
+    :meth:`Frontend.encode_request` makes without any I/O. :meth:`Frontend.resolve_images`
+    fetches and preprocesses the images (``image_sources``), :meth:`Frontend.assemble` makes
+    the :class:`PreparedRequest`."""
+
+    protocol: Protocol
+    model: str
+    request: ConversationRequest
+    prompt_ids: TokenIds
+    _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+
+    @property
+    def image_sources(self) -> list[ImageSource]:
+        """The request's images in placeholder order (only V4.1 requests have any)."""
+        return [s for m in self.request.conversation.messages for s in (m.image_sources or [])]
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +219,9 @@ class Decoder:
             tool_map, echo = prepared._responses_wiring
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
         self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
+        # The engine is not trusted: output past max_tokens ends the stream with `length`, an id
+        # outside the vocabulary fails it, reasoning tokens are counted from the engine's ids.
+        self._processor.check_engine(max_tokens=prepared.sampling.max_tokens)
         self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
         self._events_sent = 0
         self.prompt_tokens = 0
@@ -226,7 +256,11 @@ class Decoder:
         self._processor.update_prompt_usage(usage)
 
     def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None) -> list[Event]:
-        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given)."""
+        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given).
+
+        Output past the request's ``max_tokens`` is cut there and finishes the stream with
+        ``length``; an id outside the vocabulary raises ``StreamError`` (kind
+        ``unknown_token_id``) and closes the decoder."""
         return self._processor.push(InferenceChunk.tokens(token_ids, logprobs))
 
     def push_text(self, text: str, token_count: int) -> list[Event]:
@@ -245,6 +279,12 @@ class Decoder:
     def close(self) -> None:
         """Release the decoder without completing the output."""
         self._processor.close()
+
+    def held_back(self) -> list[tuple[HeldKind, str, int | None]]:
+        """What ending the output now would flush, the decoder left as it is: ``(kind, text,
+        index)`` for each piece held back (kind ``reasoning``, ``content``, ``tool`` or
+        ``arguments``; ``index``: the tool call's). Costs a copy of the parser's state."""
+        return self._processor.held_back()
 
     # -- streaming --------------------------------------------------------------------------
 
@@ -329,8 +369,11 @@ class Frontend:
         image_resolver: ImageResolver | None = None,
     ) -> None:
         self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
-        # V4.1 images: fetched (globally routable addresses only, by default) and preprocessed.
-        self.image_resolver = image_resolver or ImageResolver(ReqwestImageFetcher(), OpenCvImagePreprocessor())
+        # V4.1 images: fetched (globally routable addresses only, by default) and preprocessed,
+        # at most DEFAULT_MAX_IMAGE_PIXELS a request.
+        self.image_resolver = image_resolver or ImageResolver(
+            ReqwestImageFetcher(), OpenCvImagePreprocessor()
+        ).with_pixel_budget(DEFAULT_MAX_IMAGE_PIXELS)
         options = options if options is not None else ConversionOptions()
         self.context_limit = context_limit
         special = options.special_tokens
@@ -384,13 +427,36 @@ class Frontend:
         with the OpenAI-style body) for one that cannot be served, both with the reference's
         messages. A V4.1 request's images are fetched and preprocessed here (``ImageError`` when
         one fails; its tokens count into ``max_tokens``). Releases the GIL for the heavy parts;
-        call it off an event loop.
+        call it off an event loop. It is :meth:`encode_request`, :meth:`resolve_images` and
+        :meth:`assemble` in turn (a server may run the second, which does network I/O,
+        elsewhere than the first).
         """
+        encoded = self.encode_request(protocol, body)
+        return self.assemble(encoded, self.resolve_images(encoded))
+
+    def encode_request(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> EncodedRequest:
+        """Parse, convert, render and encode ``body``: no I/O (images are only named). Raises as
+        :meth:`prepare` does, but never ``ImageError``."""
         converted, model, wiring = self._convert(protocol, body)
         ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
-        images = self._images(converted)
+        return EncodedRequest(protocol, model, converted, ids, wiring)
+
+    def resolve_images(self, encoded: EncodedRequest) -> MultiModalData | None:
+        """Fetch and preprocess the request's images (``None`` without any; ``ImageError`` when
+        one fails). Blocking network I/O: call it off an event loop. Which model versions take
+        images is conversion's rule: only V4.1 requests carry image sources."""
+        sources = encoded.image_sources
+        if not sources:
+            return None
+        return self.image_resolver.resolve(sources, ImageQuota())
+
+    def assemble(self, encoded: EncodedRequest, images: MultiModalData | None) -> PreparedRequest:
+        """The :class:`PreparedRequest` of ``encoded`` with its ``images``: the token budget
+        resolved with the images' tokens counted (``ConversionError`` when the prompt does not
+        fit the context)."""
+        converted = encoded.request
         image_tokens = images.image_token_adjustment() if images is not None else 0
-        max_tokens = converted.resolve_max_tokens(len(ids) + image_tokens, self.context_limit)
+        max_tokens = converted.resolve_max_tokens(len(encoded.prompt_ids) + image_tokens, self.context_limit)
         options = converted.inference_options
         sampling = Sampling(
             max_tokens=max_tokens,
@@ -401,33 +467,27 @@ class Frontend:
             top_logprobs=options.top_logprobs,
         )
         return PreparedRequest(
-            protocol=protocol,
-            model=model,
+            protocol=encoded.protocol,
+            model=encoded.model,
             stream=converted.stream,
             request=converted,
-            prompt_ids=ids,
+            prompt_ids=encoded.prompt_ids,
             sampling=sampling,
             stop=converted.parsing_options.stop_sequences,
             output_constraint=options.output_constraint,
             stop_token_ids=self.stop_token_ids,
             frontend=self,
-            _responses_wiring=wiring,
+            _responses_wiring=encoded._responses_wiring,
             images=images,
             image_tokens=image_tokens,
         )
 
-    def _images(self, request: ConversationRequest) -> MultiModalData | None:
-        """Fetch and preprocess the request's images (``ImageError`` when one fails). Which model
-        versions take images is conversion's rule: only V4.1 requests carry image sources."""
-        sources = [s for m in request.conversation.messages for s in (m.image_sources or [])]
-        if not sources:
-            return None
-        return self.image_resolver.resolve(sources, ImageQuota())
-
     def count_tokens(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> int:
-        """The prompt token count of ``body`` (what ``prepare`` would send the engine)."""
-        converted = self._convert(protocol, body).request
-        return len(self.encoding(converted.model_version).encode_ids(converted.conversation))
+        """The prompt tokens the engine gets for ``body``: its ids plus what its images take
+        beyond their placeholders (so a V4.1 request's images are fetched and preprocessed)."""
+        encoded = self.encode_request(protocol, body)
+        images = self.resolve_images(encoded)
+        return len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
 
 
 class _Converted(NamedTuple):

@@ -42,13 +42,25 @@ class BackendError(Exception):
     that is not its API), ``closed`` (it ended the stream without a finish), ``overloaded``
     (no replica can take the request). ``accepted`` tells whether the engine had accepted the
     request (so output may have been produced) when it failed; a request that failed before
-    that may be retried on another replica. The message never holds prompt or output text.
+    that may be retried on another replica. The message never holds prompt or output text, nor
+    the engine's address: ``backend`` names the engine (with its URL) for the log, and
+    ``replica`` is its index in a pool, which clients may be told.
     """
 
-    def __init__(self, kind: BackendErrorKind, message: str, *, accepted: bool = False) -> None:
+    def __init__(
+        self,
+        kind: BackendErrorKind,
+        message: str,
+        *,
+        accepted: bool = False,
+        backend: str | None = None,
+        replica: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind: BackendErrorKind = kind
         self.accepted = accepted
+        self.backend = backend
+        self.replica = replica
 
 
 @dataclass(frozen=True)

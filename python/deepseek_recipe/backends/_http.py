@@ -72,12 +72,14 @@ class HttpBackend(Backend):
             try:
                 response = await self._transport.handle_async_request(http_request)
             except httpx.TimeoutException:
-                raise BackendError("timeout", f"connecting to {self.name} timed out") from None
+                raise BackendError("timeout", "connecting to the engine timed out", backend=self.name) from None
             except httpx.HTTPError as error:
-                raise BackendError("connect", f"cannot reach {self.name}: {type(error).__name__}") from None
+                raise BackendError(
+                    "connect", f"cannot reach the engine: {type(error).__name__}", backend=self.name
+                ) from None
             try:
                 if response.status_code != 200:
-                    raise BackendError("status", f"{self.name} answered HTTP {response.status_code}")
+                    raise BackendError("status", f"the engine answered HTTP {response.status_code}", backend=self.name)
                 yield None
                 done = False
                 async for line in _lines(response):
@@ -92,18 +94,23 @@ class HttpBackend(Backend):
                         event = orjson.loads(data)
                     except orjson.JSONDecodeError:
                         raise BackendError(
-                            "protocol", f"{self.name} sent an event that is not JSON", accepted=True
+                            "protocol", "the engine sent an event that is not JSON", accepted=True, backend=self.name
                         ) from None
                     if not isinstance(event, dict):
                         raise BackendError(
-                            "protocol", f"{self.name} sent an event that is not an object", accepted=True
+                            "protocol",
+                            "the engine sent an event that is not an object",
+                            accepted=True,
+                            backend=self.name,
                         )
                     if "error" in event and not event.get("choices"):
-                        raise BackendError("status", f"{self.name} reported an error mid-stream", accepted=True)
+                        raise BackendError(
+                            "status", "the engine reported an error mid-stream", accepted=True, backend=self.name
+                        )
                     yield event
             except httpx.HTTPError as error:
                 raise BackendError(
-                    "closed", f"{self.name} broke the stream: {type(error).__name__}", accepted=True
+                    "closed", f"the engine broke the stream: {type(error).__name__}", accepted=True, backend=self.name
                 ) from None
             finally:
                 with anyio.CancelScope(shield=True):

@@ -111,13 +111,14 @@ class BackendPool(Backend):
                 try:
                     first = await stream.__anext__()
                 except BackendError as error:
+                    _name(error, index, replica)
                     if error.accepted or error.kind not in ("connect", "timeout"):
                         raise
                     self._failed(index, error)
                     last = error
                     continue
                 except StopAsyncIteration:
-                    raise BackendError("closed", f"{replica.name} closed the stream at once") from None
+                    raise BackendError("closed", "the engine closed the stream at once", backend=replica.name) from None
                 self._failures[index] = 0
                 self.router.routed(blocks, index)
                 self._count(index, request, "failover" if position else reason, prefix_tokens if not position else 0)
@@ -130,6 +131,7 @@ class BackendPool(Backend):
                     self._metrics.replica_cached_tokens.labels(label).inc(cached)
                 return
             except BackendError as error:
+                _name(error, index, replica)
                 if error.accepted and error.kind in ("closed", "protocol"):
                     self._failed(index, error)  # it broke mid-stream: rest it
                 raise
@@ -158,6 +160,12 @@ class BackendPool(Backend):
     async def aclose(self) -> None:
         for replica in self.replicas:
             await replica.aclose()
+
+
+def _name(error: BackendError, index: int, replica: Backend) -> None:
+    """Say which replica failed: its index for the client, its name (URL) for the log."""
+    if error.replica is None:
+        error.replica, error.backend = index, error.backend or replica.name
 
 
 def pool_from_settings(settings: GatewaySettings, frontend: Frontend, replicas: Sequence[Backend]) -> BackendPool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from deepseek_recipe._native import StreamError
 from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
 from deepseek_recipe.frontend import Decoder, Event, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import ClientGone, Message, Receive, Send, send_json
@@ -150,6 +151,8 @@ class Exchange:
                     record.prompt_tokens = chunk.prompt_tokens
                 if chunk.cached_tokens is not None:
                     record.cached_tokens = chunk.cached_tokens
+                # An engine cannot have cached more of the prompt than the prompt.
+                record.cached_tokens = min(record.cached_tokens, record.prompt_tokens)
                 if late:  # e.g. vLLM reports its prefix-cache hits with the final usage
                     decoder.update_usage(prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens)
                 if not decoding and (chunk.token_ids or chunk.text or chunk.finish_reason):
@@ -157,7 +160,13 @@ class Exchange:
                     decoding = True
                     events += decoder.start(prompt_tokens=record.prompt_tokens, cached_tokens=record.cached_tokens)
                 if decoding:
-                    events += self._feed(chunk)
+                    try:
+                        events += self._feed(chunk)
+                    except StreamError:  # an id outside the vocabulary: the engine's output is broken
+                        await self._emit(events)
+                        failure = BackendError("protocol", "the engine sent a token id outside the vocabulary")
+                        await self._stream_error(self._backend_failed(failure))
+                        return
                     if decoder.finished:
                         break
             await self._emit(events)  # everything that was ready, in one write
@@ -193,16 +202,19 @@ class Exchange:
                 self.metrics.itl.observe(now - record.last_output)
             record.last_output = now
         if chunk.token_ids:
-            record.completion_tokens += len(chunk.token_ids)
             events += decoder.push_tokens(chunk.token_ids, chunk.logprobs)
+            record.completion_tokens += len(chunk.token_ids)
         elif chunk.text:
-            record.completion_tokens += chunk.token_count
             events += decoder.push_text(chunk.text, chunk.token_count)
+            record.completion_tokens += chunk.token_count
+        max_tokens = self.prepared.sampling.max_tokens
         if chunk.finish_reason is not None and not decoder.finished:
             record.finish = chunk.finish_reason
             events += decoder.finish(chunk.finish_reason)
         elif decoder.finished and record.finish is None:
-            record.finish = "stop_sequence"
+            # The decoder ended the output: a stop sequence, or the engine went past max_tokens.
+            record.finish = "length" if record.completion_tokens > max_tokens else "stop_sequence"
+        record.completion_tokens = min(record.completion_tokens, max_tokens)
         return events
 
     def _ready(self, inbox: MemoryObjectReceiveStream[BackendChunk | BackendError]) -> list[BackendChunk]:
@@ -250,10 +262,22 @@ class Exchange:
             await self._write(KEEPALIVE)
 
     def _backend_failed(self, error: BackendError) -> GatewayError:
+        """The client's error for an engine failure: the replica's index, never its address
+        (the log line has that)."""
         self.metrics.backend_errors.labels(error.kind).inc()
         self.record.error = f"backend_{error.kind}"
+        replica = error.replica if error.replica is not None else 0
+        logger.warning(
+            "request %s: engine %s (replica %d) failed: %s: %s",
+            self.record.request_id,
+            error.backend or self.backend.name,
+            replica,
+            error.kind,
+            error,
+        )
         kind = {"timeout": "backend_timeout", "connect": "backend_unavailable", "overloaded": "backend_unavailable"}
-        return GatewayError(kind.get(error.kind, "backend"), f"Inference backend error: {error}")  # type: ignore[arg-type]
+        message = f"Inference backend error (replica {replica}): {error}"
+        return GatewayError(kind.get(error.kind, "backend"), message)  # type: ignore[arg-type]
 
     async def _stream_error(self, error: GatewayError) -> None:
         """End a started stream with the protocol's error event; before that, fail normally."""
