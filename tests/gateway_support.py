@@ -32,15 +32,15 @@ _RESPONSES: dict[str, TypeAdapter[Any]] = {
 
 
 class ServerThread:
-    """A uvicorn server for ``app`` on a free loopback port, in a thread of its own."""
+    """A uvicorn server for ``app`` on a free loopback port, in a thread of its own (``options``:
+    more ``uvicorn.Config`` settings, such as the gateway's own ``uvicorn_options``)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, **options: Any) -> None:
         self.app = app
         # Keep-alive longer than any test's pause, so a client never races the server closing an
         # idle connection it is about to reuse.
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_keep_alive=75
-        )
+        settings: dict[str, Any] = {"timeout_keep_alive": 75, **options}
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **settings)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -91,8 +91,8 @@ async def _call(function: Callable[[], Awaitable[T]]) -> T:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[ServerThread]:
-    server = ServerThread(app).start()
+def serving(app: Any, **options: Any) -> Iterator[ServerThread]:
+    server = ServerThread(app, **options).start()
     try:
         yield server
     finally:

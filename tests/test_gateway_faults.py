@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -59,7 +60,7 @@ def demo_server(frontend: Frontend) -> Iterator[tuple[Gateway, ServerThread]]:
         yield gateway, server
 
 
-AUTH = {"authorization": "Bearer k-two"}
+AUTH = {"authorization": "Bearer k-two", "content-type": "application/json"}
 
 
 @pytest.mark.parametrize("protocol", sorted(PATHS))
@@ -116,6 +117,69 @@ def test_json_depth_limit_is_configurable(frontend: Frontend) -> None:
         assert message == "Request JSON nests deeper than 4 levels"
         brackets_in_text = body_for("chat", text="[[[[{{{{" * 10)
         assert httpx.post(server.url + PATHS["chat"], json=brackets_in_text).status_code == 200
+
+
+def nested(levels: int) -> bytes:
+    """A chat body whose objects nest ``levels`` deep (the body itself is the first level)."""
+    metadata = '{"a": ' * (levels - 2) + "{}" + "}" * (levels - 2)
+    return (
+        '{"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "Hi"}], "metadata": %s}' % metadata
+    ).encode()
+
+
+def test_max_json_depth_is_the_deepest_nesting_served(frontend: Frontend) -> None:
+    """``max_json_depth`` levels are served and one more is refused, at the default (the
+    parser's own limit: 128 levels are refused) as below it; the docs say the same number."""
+    json_type = {"content-type": "application/json"}
+    for settings in (GatewaySettings(log_requests=False), GatewaySettings(log_requests=False, max_json_depth=10)):
+        depth = settings.max_json_depth
+        with serving(Gateway(settings=settings, frontend=frontend, backend=DemoEngine(frontend.tokenizer))) as server:
+            served = httpx.post(server.url + PATHS["chat"], content=nested(depth), headers=json_type)
+            assert served.status_code == 200, (depth, served.text)
+            refused = httpx.post(server.url + PATHS["chat"], content=nested(depth + 1), headers=json_type)
+            assert_error_shape("chat", refused, 400)
+    default = GatewaySettings().max_json_depth
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "gateway.md").read_text(encoding="utf-8")
+    assert f"| `max_json_depth` | {default} |" in docs
+    assert f"nests deeper than {default}" in docs
+
+
+def test_a_client_that_leaves_stops_the_schema_checks(frontend: Frontend, caplog: pytest.LogCaptureFixture) -> None:
+    """A schema whose patterns take seconds to check: when its client leaves, the checks stop at
+    the next pattern (the request's log line says how long it took) instead of running to the end
+    on a core nobody is waiting for."""
+    import json
+    import socket
+
+    properties = {f"p{i}": {"type": "string", "pattern": "[" + "a" * 200_000 + f"{i % 10}]"} for i in range(40)}
+    schema = {"type": "object", "properties": properties}
+    body = json.dumps(
+        {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": "json"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+        }
+    ).encode()
+    start = time.perf_counter()
+    frontend.prepare("chat", body)  # the whole check, for comparison
+    whole = time.perf_counter() - start
+    settings = GatewaySettings(log_requests=True)
+    with (
+        serving(Gateway(settings=settings, frontend=frontend, backend=DemoEngine(frontend.tokenizer))) as server,
+        caplog.at_level("INFO", logger="deepseek_recipe.gateway"),
+    ):
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(head.encode() + body)
+            time.sleep(whole / 10)  # the checks are under way
+
+        def lines() -> list[dict[str, Any]]:
+            return [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
+
+        assert settle(lambda: bool(lines()), timeout=10 * whole)
+        (line,) = lines()
+        assert line["status"] == 499 and line["client_disconnected"]
+        assert line["duration_ms"] / 1e3 < whole / 2, (line, whole)
 
 
 def test_errors_do_not_echo_long_request_values(demo_server: tuple[Gateway, ServerThread]) -> None:

@@ -167,20 +167,23 @@ def _first_error(error: Exception) -> str:
 
 def run_gateway(settings: Any) -> None:
     """Serve ``settings`` with uvicorn until interrupted (several worker processes if asked)."""
+    import logging.config
+
     import uvicorn
 
     from deepseek_recipe.gateway import create_app
+    from deepseek_recipe.gateway.server import uvicorn_options, warnings_at_start
 
-    # Keep-alive outlives a load balancer's idle timeout (60 s on the common ones), so the
-    # balancer never reuses a connection the server is closing.
     common: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "access_log": False,  # the gateway writes its own line per request
         "log_level": "info",
         "log_config": _log_config(),
-        "timeout_keep_alive": 75,
+        **uvicorn_options(settings),
     }
+    logging.config.dictConfig(common["log_config"])
+    for warning in warnings_at_start(settings):
+        logging.getLogger("deepseek_recipe.gateway").warning(warning)
     if settings.workers == 1:
         try:
             app = create_app(settings)

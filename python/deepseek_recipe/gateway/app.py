@@ -14,18 +14,22 @@ GET      ``/metrics``                      Prometheus text format
 GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
 =======  ================================  ===============================================
 
-One request: authenticate, read the body under the size limit, prepare it off the event loop
-(conversion, rendering and encoding release the GIL), ask the engine, and turn its output into
-the protocol's events as it arrives (``exchange.py``).
+One request: check its ``Host`` (bound to loopback) and, on a JSON route, its content type;
+authenticate; read the body under the size and time limits; count it against the concurrency
+limit; encode it (on the event loop when the body is small, in a worker thread otherwise, where
+a client that leaves cancels it); resolve its images, if any, in a pool of their own; ask the
+engine, and turn its output into the protocol's events as it arrives (``exchange.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import ipaddress
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -33,21 +37,24 @@ import anyio.to_thread
 import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from deepseek_recipe._native import (
+    CancelToken,
     ConversionError,
     ConversionOptions,
     ImageError,
     ImageResolver,
+    MultiModalData,
     OpenCvImagePreprocessor,
     ReqwestImageFetcher,
     Tokenizer,
     json_nesting_exceeds,
 )
 from deepseek_recipe.backends import Backend
-from deepseek_recipe.frontend import Frontend, PreparedRequest, Protocol
+from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol
 from deepseek_recipe.gateway.asgi import (
     ASGIApp,
     ClientGone,
@@ -56,11 +63,12 @@ from deepseek_recipe.gateway.asgi import (
     Scope,
     Send,
     header,
+    json_content,
     request_id,
     send_bytes,
     send_json,
 )
-from deepseek_recipe.gateway.errors import GatewayError, public_message
+from deepseek_recipe.gateway.errors import GatewayError, not_json, public_message
 from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
@@ -80,10 +88,13 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
     "/health": ("GET", None),
     "/metrics": ("GET", None),
 }
-# Bodies up to this size are prepared on the event loop: that takes tens of microseconds,
-# less than handing the work to a thread and back. Larger ones go to a worker thread.
+# Bodies up to this size are encoded on the event loop: that takes tens of microseconds,
+# less than handing the work to a thread and back. Larger ones go to a worker thread. Images
+# are never resolved on the loop, whatever the body's size (their downloads take seconds).
 _INLINE_PREPARE_BYTES = 16 * 1024
-_PARSER_DEPTH = 128  # the request parser's own nesting limit (the reference's)
+_PARSER_DEPTH = 127  # the deepest nesting the request parser (the reference's) accepts
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
+T = TypeVar("T")
 
 
 class Gateway:
@@ -117,6 +128,19 @@ class Gateway:
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
         self._webui = WebUI(self, at_root=at_root) if self.settings.webui else None
+        # Image downloads and decoding get threads of their own, so hosts that hang cannot take
+        # the threads other requests are encoded in.
+        self._image_limiter = anyio.CapacityLimiter(self.settings.image_workers)
+        self._hosts = _allowed_hosts(self.settings)
+        self._ours: Callable[[Scope, Receive, Send], Any] = self._serve
+        if self.settings.cors_origins:
+            self._ours = CORSMiddleware(
+                self._serve,
+                allow_origins=self.settings.cors_origins,
+                allow_methods=["GET", "POST"],
+                allow_headers=["*"],
+                expose_headers=["x-request-id"],
+            )
 
     @property
     def in_flight(self) -> int:
@@ -127,22 +151,38 @@ class Gateway:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
-        route = _ROUTES.get(scope.get("path", "")) if scope["type"] == "http" else None
+        ours = scope["type"] == "http" and (
+            scope.get("path", "") in _ROUTES or (self._webui is not None and self._webui.handles(scope["path"]))
+        )
+        if ours:
+            await self._ours(scope, receive, send)
+        elif self.app is None:
+            await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
+        else:
+            await self.app(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One of our routes (behind the CORS middleware when origins are allowed)."""
+        route = _ROUTES.get(scope["path"])
+        protocol = route[1] if route is not None else None
+        if not self._host_served(scope):
+            await self._fail(send, protocol, GatewayError("invalid_request", "Invalid Host header"))
+            return
         webui = self._webui
-        if route is None and webui is not None and scope["type"] == "http" and webui.handles(scope["path"]):
+        if route is None and webui is not None:
             with contextlib.suppress(ClientGone):
                 await webui(scope, receive, send)
             return
         if route is None:
-            if self.app is None:
-                await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
-            else:
-                await self.app(scope, receive, send)
+            await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
             return
         method, protocol = route
         if scope["method"] != method:
             error = GatewayError("method_not_allowed", f"Method {scope['method']} is not allowed here")
             await send_json(send, 405, error.body(protocol), [(b"allow", method.encode())])
+            return
+        if method == "POST" and not json_content(scope):
+            await self._fail(send, protocol, not_json())
             return
         path = scope["path"]
         if path in _GENERATE:
@@ -208,7 +248,9 @@ class Gateway:
             if not self._authorized(scope):
                 raise _unauthorized()
             body = await self._read_body(scope, receive)
-            count = await anyio.to_thread.run_sync(self._count, body)
+            encoded = await self._encode_async("messages", body, receive)
+            images = await self._images_async(encoded, receive)
+            count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}))
         except GatewayError as error:
             record.status, record.error = error.status, error.kind
@@ -216,27 +258,26 @@ class Gateway:
         except ClientGone:
             record.disconnected = True
 
-    def _count(self, body: bytes) -> int:
-        try:
-            return self.frontend.count_tokens("messages", body)
-        except (ValueError, ConversionError) as error:
-            raise GatewayError("invalid_request", str(error)) from None
-
     async def _generate(self, protocol: Protocol, scope: Scope, receive: Receive, send: Send) -> None:
         record = Record(protocol, request_id(scope))
-        self._in_flight += 1
-        self.metrics.running.inc()
         exchange: Exchange | None = None
+        counted = False
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
+            body = await self._read_body(scope, receive)
+            # A request counts against the limit once its body is in: a client sending its body
+            # slowly holds a connection (bounded by the body timeout), not a slot.
+            self._in_flight += 1
+            self.metrics.running.inc()
+            counted = True
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
-            body = await self._read_body(scope, receive)
-            if len(body) <= _INLINE_PREPARE_BYTES and b"image" not in body:  # images: fetched off the loop
-                prepared = self._prepare(protocol, body, record)
-            else:
-                prepared = await anyio.to_thread.run_sync(self._prepare, protocol, body, record)
+            start = time.perf_counter()
+            encoded = await self._encode_async(protocol, body, receive)
+            images = await self._images_async(encoded, receive)
+            prepared = self._checked(self.frontend.assemble, encoded, images)
+            record.prepare_seconds = time.perf_counter() - start
             record.model, record.stream = prepared.model, prepared.stream
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
@@ -248,29 +289,63 @@ class Gateway:
                 await self._fail(send, protocol, error)
         except ClientGone:
             record.disconnected, record.status = True, 499
+        except Exception:  # a bug of ours: answer 500 in the protocol's shape, and log it
+            logger.exception("request %s failed", record.request_id)
+            record.status, record.error = 500, "internal"
+            if exchange is None or not exchange.started:
+                await self._fail(send, protocol, GatewayError("internal", "Internal error"))
         finally:
-            self._in_flight -= 1
-            self.metrics.running.dec()
+            if counted:
+                self._in_flight -= 1
+                self.metrics.running.dec()
             self._finish(record)
 
     def _prepare(self, protocol: Protocol, body: bytes, record: Record | None = None) -> PreparedRequest:
+        """The whole preparation in the calling thread (the page's API runs it in its own)."""
         start = time.perf_counter()
+        encoded = self._encode(protocol, body)
+        prepared = self._checked(self.frontend.assemble, encoded, self._checked(self.frontend.resolve_images, encoded))
+        if record is not None:
+            record.prepare_seconds = time.perf_counter() - start
+        return prepared
+
+    def _encode(self, protocol: Protocol, body: bytes) -> EncodedRequest:
         depth = self.settings.max_json_depth
         if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
             raise GatewayError("invalid_request", f"Request JSON nests deeper than {depth} levels")
+        return self._checked(self.frontend.encode_request, protocol, body)
+
+    async def _encode_async(self, protocol: Protocol, body: bytes, receive: Receive) -> EncodedRequest:
+        """Encode on the loop when the body is small, else in a worker thread (a client that
+        leaves meanwhile cancels the conversion)."""
+        if len(body) <= _INLINE_PREPARE_BYTES:
+            return self._encode(protocol, body)
+        return await _off_loop(receive, None, self._encode, protocol, body)
+
+    async def _images_async(self, encoded: EncodedRequest, receive: Receive) -> MultiModalData | None:
+        """The request's images, resolved in the image pool (never on the loop)."""
+        if not encoded.image_sources:
+            return None
+        return await _off_loop(receive, self._image_limiter, self._checked, self.frontend.resolve_images, encoded)
+
+    def _checked(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, its failures as the gateway answers them."""
         try:
-            prepared = self.frontend.prepare(protocol, body)
+            return call(*args)
         except (ValueError, ConversionError) as error:
             raise GatewayError("invalid_request", str(error)) from None
         except ImageError as error:  # a V4.1 image could not be fetched or preprocessed
             raise GatewayError("invalid_request" if error.status_code == 400 else "internal", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
-        if record is not None:
-            record.prepare_seconds = time.perf_counter() - start
-        return prepared
 
     # -- pieces -----------------------------------------------------------------------------
+
+    def _host_served(self, scope: Scope) -> bool:
+        """Whether the request's ``Host`` is one this gateway serves: bound to loopback, a page
+        on another site whose name now resolves to this machine (DNS rebinding) is not."""
+        host = header(scope, b"host")
+        return self._hosts is None or host is None or _host_allowed(host, self._hosts)
 
     def _authorized(self, scope: Scope) -> bool:
         if not self._keys:
@@ -286,28 +361,36 @@ class Gateway:
             matched |= hmac.compare_digest(key, supplied)
         return matched
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self.settings.max_body_bytes
+    async def _read_body(self, scope: Scope, receive: Receive, limit: int | None = None) -> bytes:
+        """The whole body: at most ``limit`` bytes (``max_body_bytes``; 413 beyond), within
+        ``body_timeout`` (408 beyond)."""
+        limit = self.settings.max_body_bytes if limit is None else limit
         length = header(scope, b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
         parts: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone
-            part = message.get("body", b"")
-            size += len(part)
-            if size > limit:
-                raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
-            parts.append(part)
-            if not message.get("more_body", False):
-                return b"".join(parts)
+        with anyio.move_on_after(self.settings.body_timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                part = message.get("body", b"")
+                size += len(part)
+                if size > limit:
+                    raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
+                parts.append(part)
+                if not message.get("more_body", False):
+                    return b"".join(parts)
+        raise GatewayError(
+            "request_timeout", f"The request body did not arrive within {self.settings.body_timeout:g} s"
+        )
 
     async def _fail(self, send: Send, protocol: Protocol | None, error: GatewayError) -> None:
+        # A body not read to its end (too large, too late) leaves the connection unusable.
+        headers = [(b"connection", b"close")] if error.kind in ("too_large", "request_timeout") else []
         try:
-            await send_json(send, error.status, error.body(protocol))
+            await send_json(send, error.status, error.body(protocol), headers)
         except OSError:
             pass
 
@@ -351,6 +434,82 @@ def _unauthorized() -> GatewayError:
     return GatewayError("authentication", "Invalid or missing API key")
 
 
+async def _off_loop(receive: Receive, limiter: anyio.CapacityLimiter | None, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` in a worker thread (of ``limiter``'s, else the default pool), with a
+    :class:`CancelToken` installed: a client that leaves meanwhile cancels the token (a
+    conversion stops at its next check) and a call still waiting for a thread."""
+    token = CancelToken()
+    gone = False
+    result: list[T] = []
+    failure: list[Exception] = []
+
+    def work() -> T:
+        with token:
+            return call(*args)
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        nonlocal gone
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        token.cancel()
+        scope.cancel()  # a thread already running is waited for
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch, group.cancel_scope)
+        try:
+            result.append(await anyio.to_thread.run_sync(work, limiter=limiter))
+        except Exception as error:  # raised here, not inside the group
+            failure.append(error)
+        group.cancel_scope.cancel()
+    if gone:
+        raise ClientGone
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _allowed_hosts(settings: GatewaySettings) -> frozenset[str] | None:
+    """The host names served (``None``: any): loopback names and ``allowed_hosts`` when the
+    gateway listens on a loopback address, else only what ``allowed_hosts`` lists (any when
+    it lists nothing)."""
+    extra = {h.lower().rstrip(".") for h in settings.allowed_hosts}
+    if "*" in extra:
+        return None
+    if is_loopback(settings.host):
+        return frozenset(extra | {"localhost", "127.0.0.1", "::1"})
+    return frozenset(extra) if extra else None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, as a bind address or a ``Host`` header's name)
+    is this machine's loopback."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_allowed(value: bytes, allowed: frozenset[str]) -> bool:
+    """Whether a ``Host`` header (``name``, ``name:port``, ``[v6]:port``) names an allowed host:
+    one of ``allowed``, any loopback name or address when ``localhost`` is among them."""
+    try:
+        text = value.decode("ascii").strip().lower()
+    except UnicodeDecodeError:
+        return False
+    if text.startswith("["):
+        name = text[1 : text.find("]")] if "]" in text else ""
+    else:
+        name = text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+    name = name.rstrip(".")
+    if not name:
+        return False
+    return name in allowed or ("localhost" in allowed and is_loopback(name))
+
+
 # -- construction ------------------------------------------------------------------------------
 
 
@@ -359,7 +518,7 @@ def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     tokenizer = Tokenizer.from_file(settings.tokenizer) if settings.tokenizer else None
     options = ConversionOptions(default_thinking_mode=settings.default_thinking)
     fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
-    resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())
+    resolver = ImageResolver(fetcher, OpenCvImagePreprocessor()).with_pixel_budget(settings.max_image_pixels)
     return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)
 
 

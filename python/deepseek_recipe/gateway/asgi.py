@@ -24,6 +24,14 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
+def json_content(scope: Scope) -> bool:
+    """Whether a request says its body is JSON (``application/json`` or ``application/*+json``).
+    A browser sends ``text/plain``, form and multipart bodies, or none, to another site without
+    asking it first; JSON only after the site agreed (CORS), so JSON routes take only JSON."""
+    kind = (header(scope, b"content-type") or b"").split(b";", 1)[0].strip().lower()
+    return kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json"))
+
+
 def request_id(scope: Scope) -> str:
     supplied = header(scope, b"x-request-id")
     if supplied is not None and 0 < len(supplied) <= 64 and supplied.isascii() and supplied.isalnum():

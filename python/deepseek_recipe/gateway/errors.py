@@ -29,6 +29,8 @@ ErrorKind = Literal[
     "not_found",
     "method_not_allowed",
     "too_large",
+    "unsupported_media_type",
+    "request_timeout",
     "rate_limited",
     "backend",
     "backend_timeout",
@@ -43,6 +45,8 @@ _KINDS: dict[ErrorKind, tuple[int, str, str | None, str]] = {
     "not_found": (404, "not_found_error", "not_found", "not_found_error"),
     "method_not_allowed": (405, "invalid_request_error", "method_not_allowed", "invalid_request_error"),
     "too_large": (413, "invalid_request_error", "request_too_large", "request_too_large"),
+    "unsupported_media_type": (415, "invalid_request_error", "unsupported_media_type", "invalid_request_error"),
+    "request_timeout": (408, "invalid_request_error", "request_timeout", "invalid_request_error"),
     "rate_limited": (429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error"),
     "backend": (502, "server_error", "backend_error", "api_error"),
     "backend_timeout": (504, "server_error", "backend_timeout", "api_error"),
@@ -102,3 +106,8 @@ class GatewayError(Exception):
             }
             return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
         return b"event: error\ndata: " + self.body(protocol) + b"\n\n"
+
+
+def not_json() -> GatewayError:
+    """The refusal of a body that is not said to be JSON on a JSON route (415)."""
+    return GatewayError("unsupported_media_type", "Content-Type must be application/json")

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from deepseek_recipe.frontend import DEFAULT_CONTEXT_LIMIT
+from deepseek_recipe.frontend import DEFAULT_CONTEXT_LIMIT, DEFAULT_MAX_IMAGE_PIXELS
 from deepseek_recipe.routing import RoutingPolicy
 
 BackendKind = Literal["demo", "completions", "sglang"]
@@ -71,12 +71,30 @@ class GatewaySettings(BaseSettings):
     )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1, description="largest request body")
     max_json_depth: int = Field(
-        default=128,
+        default=127,
         ge=1,
-        le=128,
-        description="deepest nesting of arrays and objects in a body (the parser stops at 128)",
+        le=127,
+        description="deepest nesting of arrays and objects a body may have (the parser refuses 128 levels)",
     )
-    max_concurrent_requests: int = Field(default=256, ge=1, description="requests served at once; more get 429")
+    max_concurrent_requests: int = Field(
+        default=256, ge=1, description="requests served at once, counted once their body is in; more get 429"
+    )
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="seconds for a client to send a request's headers (the connection closes)"
+    )
+    body_timeout: float = Field(default=60.0, gt=0, description="seconds for a client to send a whole body (408)")
+    max_connections: int = Field(
+        default=1000, ge=1, description="client connections open at once; more are closed at once"
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host header values served besides loopback names when bound to loopback "
+        "(comma-separated; * serves any host)",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="origins whose browser pages may call the APIs (comma-separated; * any); none by default",
+    )
     connect_timeout: float = Field(default=10.0, gt=0, description="seconds for the engine to accept a request")
     first_token_timeout: float = Field(default=300.0, gt=0, description="seconds from acceptance to first output")
     idle_timeout: float = Field(default=60.0, gt=0, description="seconds between two outputs")
@@ -84,6 +102,9 @@ class GatewaySettings(BaseSettings):
     keepalive_interval: float = Field(default=10.0, gt=0, description="seconds between SSE keep-alive comments")
     log_requests: bool = Field(default=True, description="one structured log line per request")
     webui: bool = Field(default=True, description="serve the visualizer page and its API at /webui/ (and /)")
+    webui_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1, description="largest body of a call to the page's API (413 beyond)"
+    )
 
     # -- V4.1 images --
     image_networks: Annotated[list[str], NoDecode] = Field(
@@ -91,8 +112,14 @@ class GatewaySettings(BaseSettings):
         description="networks image URLs may point into besides globally routable addresses "
         "(comma-separated CIDRs, e.g. 10.1.0.0/16); none by default",
     )
+    image_workers: int = Field(
+        default=8, ge=1, description="requests whose images are fetched and preprocessed at once (others wait)"
+    )
+    max_image_pixels: int = Field(
+        default=DEFAULT_MAX_IMAGE_PIXELS, ge=1, description="pixels the images of one request may hold (400 beyond)"
+    )
 
-    @field_validator("backend_urls", "api_keys", "image_networks", mode="before")
+    @field_validator("backend_urls", "api_keys", "image_networks", "allowed_hosts", "cors_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -1,0 +1,139 @@
+"""How ``deepseek-recipe serve`` runs the gateway under uvicorn, with limits of the server's own.
+
+uvicorn bounds neither the time a client takes to send a request's headers nor the connections
+it keeps open (its ``limit_concurrency`` answers 503 once headers are complete: too late for a
+client that never completes them), so thousands of half-sent requests could hold every file
+descriptor. :func:`http_protocol` subclasses uvicorn's HTTP protocol (httptools) with:
+
+- a cap on open connections: one accepted past ``max_connections`` is closed at once;
+- a deadline for headers: a request's headers must be complete ``header_timeout`` seconds after
+  the connection opened or the request's first byte came (a connection idle between requests
+  is closed by uvicorn's keep-alive timeout), else the connection is closed;
+- a size limit for headers: past :data:`MAX_HEADER_BYTES` the request gets 431 and the
+  connection is closed.
+
+The body's deadline (``body_timeout``) and the concurrency limit are the gateway's
+(``app.py``). :func:`uvicorn_options` gives ``uvicorn.run`` / ``uvicorn.Config`` all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from deepseek_recipe.gateway.settings import GatewaySettings
+
+MAX_HEADER_BYTES = 64 * 1024
+"""The most bytes a request's line and headers may take (431 beyond)."""
+
+KEEP_ALIVE = 75
+"""Seconds an idle client connection is kept: longer than common load balancers' 60 s, so a
+balancer never reuses a connection the server is closing."""
+
+
+class GatewayHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the connection cap and the header deadline and size
+    limit of the module doc. Subclasses made by :func:`http_protocol` set the limits."""
+
+    max_connections: int = GatewaySettings.model_fields["max_connections"].default
+    header_timeout: float = GatewaySettings.model_fields["header_timeout"].default
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        self._reading_headers = True
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.max_connections:
+            self.transport = transport  # connection_lost closes it again
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_headers:
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._disarm()
+                self.send_431_response()
+                return
+        super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if not self._reading_headers:  # the next request on a kept-alive connection
+            self._reading_headers, self._header_bytes = True, 0
+            self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._reading_headers = False
+        self._disarm()
+        super().on_headers_complete()
+
+    def send_431_response(self) -> None:
+        message = b"Request header fields too large"
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(message)).encode() + b"\r\nconnection: close\r\n\r\n" + message
+        )
+        self.transport.close()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._reading_headers and not self.transport.is_closing():
+            self.transport.close()
+
+
+def http_protocol(settings: GatewaySettings) -> type[GatewayHttpProtocol]:
+    """:class:`GatewayHttpProtocol` with the limits of ``settings``."""
+    limits = {"max_connections": settings.max_connections, "header_timeout": settings.header_timeout}
+    return type("GatewayHttpProtocol", (GatewayHttpProtocol,), limits)
+
+
+def uvicorn_options(settings: GatewaySettings) -> dict[str, Any]:
+    """Keyword arguments for ``uvicorn.run`` or ``uvicorn.Config``: the protocol with the
+    gateway's connection limits, the keep-alive, and no access log (the gateway writes its own
+    line per request). Worker processes (``settings.workers`` > 1) build the same protocol from
+    the ``DEEPSEEK_RECIPE_*`` environment (see :data:`EnvHttpProtocol`)."""
+    http: type[GatewayHttpProtocol] | str = http_protocol(settings)
+    if settings.workers > 1:
+        http = f"{__name__}:EnvHttpProtocol"
+    return {"http": http, "timeout_keep_alive": KEEP_ALIVE, "access_log": False}
+
+
+def warnings_at_start(settings: GatewaySettings) -> list[str]:
+    """What ``serve`` warns about before it starts: listening beyond this machine with no API
+    key (anyone who can reach the port can use the engine and the page's API)."""
+    from deepseek_recipe.gateway.app import is_loopback
+
+    if settings.api_keys or is_loopback(settings.host):
+        return []
+    return [
+        f"listening on {settings.host} with no API key: anyone who can reach port {settings.port} "
+        "can use the engine (set --api-keys or DEEPSEEK_RECIPE_API_KEYS)"
+    ]
+
+
+def __getattr__(name: str) -> Any:
+    """``EnvHttpProtocol``: the protocol with the limits the environment sets, made when a worker
+    process imports it (uvicorn takes the class by name there)."""
+    if name == "EnvHttpProtocol":
+        return http_protocol(GatewaySettings())
+    raise AttributeError(name)
