@@ -8,25 +8,30 @@ same bodies, the shared blocks the demo engine's own prefix cache.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 import deepseek_recipe as dr
+from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings, create_app
-from deepseek_recipe.gateway.webui import MAX_REPLAY_STEPS
+from deepseek_recipe.gateway.webui import MAX_OUTPUT_CHARS, MAX_OUTPUT_IDS, MAX_REPLAY_STEPS, Inspector
 from tests.gateway_support import ServerThread, serving
+from tests.growth import assert_linear_growth
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES: dict[str, Any] = json.loads((ROOT / "webui" / "examples.json").read_text(encoding="utf-8"))
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+JSON = {"content-type": "application/json"}
 
 
 def example(name: str) -> dict[str, Any]:
@@ -134,7 +139,7 @@ def test_v41_renders_and_reports_the_clients_error(server: ServerThread, protoco
 )
 def test_a_refused_request_shows_the_gateways_own_answer(server: ServerThread, body: str) -> None:
     answer = render(server, "chat", body)
-    direct = httpx.post(server.url + "/v1/chat/completions", content=body.encode(), timeout=30)
+    direct = httpx.post(server.url + "/v1/chat/completions", content=body.encode(), headers=JSON, timeout=30)
     assert answer["client_error"] == {"status": direct.status_code, "body": direct.json()}
     assert answer["prompt"] is None and answer["counts"] is None
 
@@ -235,13 +240,14 @@ def test_decode_a_tool_call_chunk_by_chunk(server: ServerThread, protocol: str, 
     streamed = ""
     for step in answer["steps"]:
         streamed += texts(protocol, step["events"])
-    assert texts(protocol, answer["steps"][-1]["held"]) == ""
+    assert answer["steps"][-1]["held"] == []
     assert streamed == "Berlin needs one more get_weather call." + json.dumps(arguments)
     if size == 1:
         # Right after "</th", the decoder holds it back: it may be the end of the reasoning.
         cut = output.index("</think>") + len("</th")
         held = answer["steps"][cut - 1]["held"]
-        assert texts(protocol, held) == "</th"
+        assert held == [{"kind": "reasoning", "text": "</th", "index": None}]
+        assert answer["steps"][cut - 1]["held_omitted"] == 0
         assert "</th" not in texts(protocol, [e for s in answer["steps"][:cut] for e in s["events"]])
 
 
@@ -278,6 +284,66 @@ def test_decode_stops_at_a_stop_sequence_and_caps_the_replay(server: ServerThrea
         {"protocol": "chat", "body": json.dumps(body), "output": {"text": "x" * (3 * MAX_REPLAY_STEPS + 1)}},
     )
     assert long["chunk_size"] == 4 and len(long["steps"]) <= MAX_REPLAY_STEPS
+
+
+def decode_cost(gateway: Gateway, protocol: str) -> Callable[[int], float]:
+    """The CPU time of decoding ``n`` characters of output one character at a time."""
+    inspector = Inspector(gateway)
+    body = json.dumps(example("plain")["requests"][protocol])
+
+    def cost(n: int) -> float:
+        call = {"protocol": protocol, "body": body, "output": {"text": "th " * (n // 3)}, "chunk_size": 1}
+        start = time.process_time()
+        orjson.dumps(inspector.decode(call))
+        return time.process_time() - start
+
+    return cost
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_decode_replays_in_time_linear_in_the_output(frontend: Frontend, protocol: str) -> None:
+    """Each step costs its chunk: before, every step replayed every earlier chunk through a
+    fresh decoder and listed the closing events, whole response included."""
+    gateway = Gateway(
+        settings=GatewaySettings(log_requests=False), frontend=frontend, backend=DemoEngine(frontend.tokenizer)
+    )
+    assert_linear_growth(decode_cost(gateway, protocol), 240)
+
+
+def test_decode_answers_stay_a_small_multiple_of_the_output(server: ServerThread) -> None:
+    """The attacker's request (``th`` repeated, one character a chunk, Responses), smaller:
+    the answer is a few times the output, not a copy of the response per step."""
+    output = "th " * 70_000
+    body = {"model": "DeepSeek-V4-Pro", "input": "hi"}
+    payload = {"protocol": "responses", "body": body, "output": {"text": output}, "chunk_size": 1}
+    response = httpx.post(f"{server.url}/webui/api/decode", json=payload, timeout=120)
+    assert response.status_code == 200
+    assert len(response.content) <= 20 * len(output), len(response.content)
+    answer = response.json()
+    # The request's own max_output_tokens ends the replay before the output does, as it would
+    # end an engine's output through the gateway.
+    assert 0 < len(answer["steps"]) <= MAX_REPLAY_STEPS
+
+
+def test_the_page_api_has_limits_of_its_own() -> None:
+    settings = GatewaySettings(log_requests=False, webui_max_body_bytes=4096, max_body_bytes=1 << 20)
+    with serving(create_app(settings)) as server:
+        api = server.url + "/webui/api/"
+        big = {"protocol": "chat", "body": "x" * 8192}
+        refused = httpx.post(api + "render", json=big)
+        assert refused.status_code == 413 and refused.json()["error"]["code"] == "request_too_large"
+        chat = {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "x" * 8192}]}
+        assert httpx.post(server.url + PATHS["chat"], json=chat).status_code == 200  # the APIs' own limit
+    with serving(create_app(GatewaySettings(log_requests=False))) as server:
+        body = json.dumps(example("plain")["requests"]["chat"])
+        for output, message in [
+            ({"text": "x" * (MAX_OUTPUT_CHARS + 1)}, f"`output.text` is longer than {MAX_OUTPUT_CHARS} characters"),
+            ({"ids": [1] * (MAX_OUTPUT_IDS + 1)}, f"`output.ids` holds more than {MAX_OUTPUT_IDS} ids"),
+        ]:
+            response = httpx.post(
+                server.url + "/webui/api/decode", json={"protocol": "chat", "body": body, "output": output}, timeout=60
+            )
+            assert response.status_code == 400 and response.json()["error"]["message"] == message
 
 
 def test_decode_of_a_refused_request_is_the_clients_error(server: ServerThread) -> None:
@@ -367,8 +433,11 @@ def test_methods_paths_and_bodies(server: ServerThread) -> None:
     assert httpx.get(url + "render").headers["allow"] == "POST"
     assert httpx.post(url + "info").status_code == 405
     assert httpx.post(url + "nothing", json={}).status_code == 404
-    assert httpx.post(url + "render", content=b"[1]").json()["error"]["message"] == "The body must be a JSON object"
-    assert httpx.post(url + "render", content=b"{").status_code == 400
+    assert (
+        httpx.post(url + "render", content=b"[1]", headers=JSON).json()["error"]["message"]
+        == "The body must be a JSON object"
+    )
+    assert httpx.post(url + "render", content=b"{", headers=JSON).status_code == 400
     assert httpx.get(server.url + "/webui/nothing.js").status_code == 404
     assert httpx.get(server.url + "/webui/../pyproject.toml").status_code == 404
     assert httpx.post(server.url + "/webui/index.html").status_code == 405
@@ -400,8 +469,8 @@ def test_every_page_file_is_served_as_committed(server: ServerThread) -> None:
         assert response.content == path.read_bytes(), name
 
 
-def test_the_api_shares_the_gateways_key_and_body_limit() -> None:
-    settings = GatewaySettings(log_requests=False, api_keys=["sk-page"], max_body_bytes=2048)  # type: ignore[list-item]
+def test_the_api_shares_the_gateways_key_and_has_a_body_limit() -> None:
+    settings = GatewaySettings(log_requests=False, api_keys=["sk-page"], webui_max_body_bytes=2048)  # type: ignore[list-item]
     with serving(create_app(settings)) as server:
         api = server.url + "/webui/api/"
         body = {"protocol": "chat", "body": json.dumps(example("plain")["requests"]["chat"])}

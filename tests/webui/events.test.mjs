@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { errorLine, eventName, eventTexts, joinedTexts, summarize } from "../../webui/js/events.js";
+import { errorLine, eventName, eventTexts, joinTexts, joinedTexts, summarize } from "../../webui/js/events.js";
 
 const chat = (delta, extra = {}) => ({ event: null, data: { object: "chat.completion.chunk", choices: [{ index: 0, delta, ...extra }] } });
 
@@ -39,6 +39,22 @@ test("messages events by block delta type", () => {
 test("neighbouring texts of one kind are joined", () => {
   const events = [chat({ reasoning_content: "a" }), chat({ reasoning_content: "b" }), chat({ content: "c" }), chat({ content: "d" })];
   assert.deepEqual(joinedTexts("chat", events), [{ kind: "reasoning", text: "ab" }, { kind: "content", text: "cd" }]);
+});
+
+test("held-back texts as the decode API gives them are joined the same way", () => {
+  const held = [
+    { kind: "content", text: "a", index: null },
+    { kind: "content", text: "b", index: null },
+    { kind: "tool", text: "f", index: 0 },
+    { kind: "arguments", text: "{\"x\"", index: 0 },
+    { kind: "arguments", text: ": 1", index: 0 },
+    { kind: "arguments", text: "", index: 1 },
+  ];
+  assert.deepEqual(joinTexts(held), [
+    { kind: "content", text: "ab" },
+    { kind: "tool", text: "f", index: 0 },
+    { kind: "arguments", text: "{\"x\": 1", index: 0 },
+  ]);
 });
 
 test("summaries of the three accumulated responses", () => {

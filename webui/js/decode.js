@@ -5,7 +5,7 @@
 import { api } from "./api.js";
 import { PROTOCOL_NAMES, gallery, protocolOptions, runner, showFailure } from "./common.js";
 import { fill, h, jsonBlock, select } from "./dom.js";
-import { eventName, joinedTexts, summarize } from "./events.js";
+import { eventName, joinTexts, joinedTexts, summarize } from "./events.js";
 import { parseIds, pretty } from "./jsonedit.js";
 import { count } from "./text.js";
 
@@ -141,7 +141,8 @@ export function decodeView(panel, { examples }) {
       const after = texts.slice(i + 1).join("");
       fill(fed, h("span", { class: "done" }, before), h("mark", { class: "cut" }, step.text), h("span", { class: "later" }, after));
       fill(emitted, textsOf(joinedTexts(p, step.events), "nothing: the decoder waits for more"));
-      fill(held, textsOf(joinedTexts(p, step.held), "nothing held back"));
+      fill(held, textsOf(joinTexts(step.held), "nothing held back"));
+      if (step.held_omitted) held.append(h("p", { class: "note" }, `… and ${count(step.held_omitted)} more characters`));
       fill(events, step.events.map((e) => h("li", {}, h("details", {}, h("summary", {}, eventName(p, e)), jsonBlock(e.data)))));
       if (!step.events.length) events.append(h("li", { class: "empty" }, "no events"));
     };

@@ -51,13 +51,21 @@ export function eventTexts(protocol, event) {
 
 /** The texts of several events, neighbours of one kind joined: `[{kind, text}]`. */
 export function joinedTexts(protocol, events) {
+  return joinTexts(events.flatMap((event) => eventTexts(protocol, event)));
+}
+
+/**
+ * Texts (`[{kind, text, index}]`, as `eventTexts` gives them or the decode API's `held`) with
+ * neighbours of one kind and index joined; `index` null or absent counts as none.
+ */
+export function joinTexts(texts) {
   const out = [];
-  for (const event of events) {
-    for (const t of eventTexts(protocol, event)) {
-      const last = out[out.length - 1];
-      if (last && last.kind === t.kind && last.index === t.index) last.text += t.text;
-      else out.push({ ...t });
-    }
+  for (const t of texts) {
+    if (!t.text) continue;
+    const index = t.index ?? undefined;
+    const last = out[out.length - 1];
+    if (last && last.kind === t.kind && last.index === index) last.text += t.text;
+    else out.push(index === undefined ? { kind: t.kind, text: t.text } : { kind: t.kind, text: t.text, index });
   }
   return out;
 }

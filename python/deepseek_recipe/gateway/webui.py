@@ -20,9 +20,11 @@ POST   ``/webui/api/compare``        one conversation in several protocols: iden
 POST   ``/webui/api/blocks``         two requests cut into KV blocks: how many are shared
 =====  ============================  =====================================================
 
-The API shares the gateway's limits: the same API keys, the same body size limit, errors in
-the OpenAI shape. The files need no key (they hold no data). The work runs in worker threads,
-a few at a time, so a 300k-token render does not stall the gateway's streams.
+The API shares the gateway's API keys and errors in the OpenAI shape, with limits of its own:
+bodies up to ``webui_max_body_bytes``, a decoded output of at most :data:`MAX_OUTPUT_CHARS`
+characters or :data:`MAX_OUTPUT_IDS` ids, replayed in at most :data:`MAX_REPLAY_STEPS` steps
+that each cost one chunk. The files need no key (they hold no data). The work runs in worker
+threads, a few at a time, so a 300k-token render does not stall the gateway's streams.
 
 A request's own failure (bad JSON, an unknown model, a rule broken) is not an error of the
 API: it is reported inside the answer as ``client_error``, the status and body a client of the
@@ -61,8 +63,8 @@ from deepseek_recipe._native import (
 )
 from deepseek_recipe._request import ProtocolRequest
 from deepseek_recipe.frontend import PROTOCOLS, Decoder, Event, FinishReason, PreparedRequest, Protocol
-from deepseek_recipe.gateway.asgi import Receive, Scope, Send, header
-from deepseek_recipe.gateway.errors import GatewayError
+from deepseek_recipe.gateway.asgi import Receive, Scope, Send, header, json_content
+from deepseek_recipe.gateway.errors import GatewayError, not_json
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -76,6 +78,12 @@ DEFAULT_BLOCK_SIZE = 128
 MAX_BLOCK_SIZE = 1 << 20
 MAX_REPLAY_STEPS = 1024
 """Decode replays at most this many chunks; a longer output is cut into larger chunks."""
+MAX_OUTPUT_CHARS = 1_000_000
+"""The longest output text decode takes."""
+MAX_OUTPUT_IDS = 250_000
+"""The most output ids decode takes."""
+MAX_HELD_CHARS = 4096
+"""Characters of held-back text a step shows (the rest is counted in ``held_omitted``)."""
 WORKERS = 4
 """API calls computed at once (each in a worker thread)."""
 
@@ -139,6 +147,8 @@ class Inspector:
             "models": models,
             "block_size": DEFAULT_BLOCK_SIZE,
             "max_replay_steps": MAX_REPLAY_STEPS,
+            "max_output_chars": MAX_OUTPUT_CHARS,
+            "max_output_ids": MAX_OUTPUT_IDS,
             "default_thinking": self.frontend.options.default_thinking_mode,
         }
 
@@ -167,8 +177,9 @@ class Inspector:
         """The model's output through the request's decoder, one chunk at a time.
 
         Each step lists the chunk, the events it produced (SSE-framed too) and ``held``: the
-        events that ending the output right there would flush, that is what the decoder was
-        still holding back (a possible ``</think>``, tool-call markup or stop sequence).
+        text the decoder is holding back after it (a possible ``</think>``, tool-call markup or
+        stop sequence), which ending the output there would flush. Every step costs its chunk
+        and what is held, never a replay of the chunks before it.
         """
         protocol = _protocol(call.get("protocol"))
         body = _body(call, "body")
@@ -189,6 +200,8 @@ class Inspector:
         output_lengths = None
         if "ids" in output:
             ids = _ids(output["ids"])
+            if len(ids) > MAX_OUTPUT_IDS:
+                raise BadInput(f"`output.ids` holds more than {MAX_OUTPUT_IDS} ids")
             output_lengths = self._lengths(ids)  # every id must be in the vocabulary
             text = self.tokenizer.decode(ids)
             size = max(size, math.ceil(len(ids) / MAX_REPLAY_STEPS))
@@ -197,6 +210,8 @@ class Inspector:
             text = output["text"]
             if not isinstance(text, str):
                 raise BadInput("`output.text` must be a string")
+            if len(text) > MAX_OUTPUT_CHARS:
+                raise BadInput(f"`output.text` is longer than {MAX_OUTPUT_CHARS} characters")
             size = max(size, math.ceil(len(text) / MAX_REPLAY_STEPS))
             pieces = [text[i : i + size] for i in range(0, len(text), size)]
             # A text engine reports token counts, not boundaries: the text's tokens (encoded as
@@ -217,7 +232,7 @@ class Inspector:
             step = self._step(decoder, events)
             step["ids"] = chunk.ids
             step["text"] = chunk.text if chunk.ids is None else self.tokenizer.decode(chunk.ids)
-            step["held"] = self._held(prepared, decoder, chunks[: index + 1])
+            step["held"], step["held_omitted"] = _held(decoder)
             steps.append(step)
             if decoder.finished:
                 stopped = index
@@ -434,23 +449,6 @@ class Inspector:
         decoder.accumulate(events)
         return {"events": shown, "sse": sse}
 
-    def _held(self, prepared: PreparedRequest, like: Decoder, chunks: list[_Chunk]) -> list[dict[str, Any]]:
-        """The events a decoder fed ``chunks`` flushes when the output ends right there.
-
-        A decoder does not show its buffer, so a fresh one (same ids) replays the chunks and is
-        finished: what comes out is exactly what it was holding back, plus the closing events.
-        """
-        decoder = prepared.decoder(like.response_id, created=like.created)
-        try:
-            decoder.start(prompt_tokens=len(prepared.prompt_ids))
-            for chunk in chunks:
-                chunk.push(decoder)
-                if decoder.finished:
-                    return []
-            return [_event_json(decoder.protocol, event) for event in decoder.finish(None)]
-        finally:
-            decoder.close()
-
 
 class _Chunk(NamedTuple):
     """One piece of the model's output: token ids, or text with its token count."""
@@ -463,6 +461,19 @@ class _Chunk(NamedTuple):
         if self.ids is not None:
             return decoder.push_tokens(self.ids)
         return decoder.push_text(self.text or "", self.token_count)
+
+
+def _held(decoder: Decoder) -> tuple[list[dict[str, Any]], int]:
+    """What ``decoder`` holds back, as ``{kind, text, index}`` pieces of at most
+    :data:`MAX_HELD_CHARS` characters in all, and how many characters were left out."""
+    pieces, room, omitted = [], MAX_HELD_CHARS, 0
+    for kind, text, index in decoder.held_back():
+        shown = text[:room]
+        room -= len(shown)
+        omitted += len(text) - len(shown)
+        if shown:
+            pieces.append({"kind": kind, "text": shown, "index": index})
+    return pieces, omitted
 
 
 def _protocol(value: Any) -> Protocol:
@@ -680,12 +691,14 @@ class WebUI:
                 raise GatewayError("not_found", "Not found")
             if method != expected:
                 raise GatewayError("method_not_allowed", f"Method {method} is not allowed here")
+            if method == "POST" and not json_content(scope):
+                raise not_json()
             if not gateway._authorized(scope):
                 raise GatewayError("authentication", "Invalid or missing API key")
             if name == "info":
                 answer = self.inspector.info()
             else:
-                raw = await gateway._read_body(scope, receive)
+                raw = await gateway._read_body(scope, receive, gateway.settings.webui_max_body_bytes)
                 answer = await anyio.to_thread.run_sync(self._compute, name, raw, limiter=self._limiter)
         except GatewayError as error:
             await _fail(send, error, expected.encode() if error.kind == "method_not_allowed" else None)
