@@ -1,6 +1,11 @@
 """A bounded soak: hundreds of concurrent streaming clients against the demo engine, some
 going away mid-stream. Every stream that completes is whole and protocol-correct, the
-gateway's in-flight count returns to zero, and memory returns to its baseline."""
+gateway's in-flight count returns to zero, and memory returns to its baseline.
+
+``max_concurrent_requests`` is exactly the number of clients, and holds by construction: a
+client starts its next request only once the gateway has finished its previous one (a request
+whose client went away, or whose last bytes the client has read, may still be winding down on
+the server; ``Finished`` tells the clients when it is done)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import asyncio
 import gc
 import random
 import resource
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,16 +43,44 @@ def body_for(protocol: str, n: int) -> dict[str, Any]:
     return body
 
 
+class Finished:
+    """ASGI middleware that records the request ids (``x-request-id``) whose handling by the
+    app has returned, so a client can wait for the server to be done with its last request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.done: set[str] = set()
+        self.lock = threading.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            name = dict(scope.get("headers") or []).get(b"x-request-id")
+            if name is not None:
+                with self.lock:
+                    self.done.add(name.decode())
+
+    async def wait(self, request_id: str) -> None:
+        while True:
+            with self.lock:
+                if request_id in self.done:
+                    self.done.discard(request_id)
+                    return
+            await asyncio.sleep(0.005)
+
+
 @pytest.fixture(scope="module")
-def soak_server(tokenizer: dr.Tokenizer) -> Iterator[tuple[Gateway, ServerThread]]:
+def soak_server(tokenizer: dr.Tokenizer) -> Iterator[tuple[Gateway, Finished, ServerThread]]:
     frontend = Frontend(tokenizer)
-    settings = GatewaySettings(log_requests=False, max_concurrent_requests=CLIENTS + 10)
+    settings = GatewaySettings(log_requests=False, max_concurrent_requests=CLIENTS)
     gateway = Gateway(settings=settings, frontend=frontend, backend=DemoEngine(tokenizer, token_delay=0.002))
-    with serving(gateway) as server:
-        yield gateway, server
+    finished = Finished(gateway)
+    with serving(finished) as server:
+        yield gateway, finished, server
 
 
-async def _round(url: str, seed: int) -> tuple[int, int]:
+async def _round(url: str, seed: int, finished: Finished) -> tuple[int, int]:
     """Run the soak once; returns (completed streams, abandoned streams)."""
     rng = random.Random(seed)
     jobs = [(rng.choice(sorted(PATHS)), n, rng.random() < 0.2) for n in range(REQUESTS)]
@@ -61,14 +95,21 @@ async def _round(url: str, seed: int) -> tuple[int, int]:
             nonlocal done, abandoned
             while not queue.empty():
                 protocol, n, leave = queue.get_nowait()
-                async with client.stream("POST", PATHS[protocol], json=body_for(protocol, n)) as response:
-                    assert response.status_code == 200
-                    if leave:
-                        async for _ in response.aiter_bytes():
-                            break  # go away mid-stream
-                        abandoned += 1
-                        continue
-                    raw = await response.aread()
+                request_id = f"soak{seed}x{n}"
+                headers = {"x-request-id": request_id}
+                try:
+                    async with client.stream(
+                        "POST", PATHS[protocol], json=body_for(protocol, n), headers=headers
+                    ) as response:
+                        assert response.status_code == 200
+                        if leave:
+                            async for _ in response.aiter_bytes():
+                                break  # go away mid-stream
+                            abandoned += 1
+                            continue
+                        raw = await response.aread()
+                finally:
+                    await finished.wait(request_id)  # the server is done with it: one slot per client
                 events = check_stream(protocol, raw)
                 if protocol in TERMINAL:
                     assert events[-1]["type"] == TERMINAL[protocol]
@@ -87,15 +128,15 @@ def _rss_kib() -> int:
 
 
 @pytest.mark.slow
-def test_soak_many_streaming_clients(soak_server: tuple[Gateway, ServerThread]) -> None:
-    gateway, server = soak_server
-    asyncio.run(_round(server.url, seed=1))  # warm-up: caches, pools and arenas reach their size
+def test_soak_many_streaming_clients(soak_server: tuple[Gateway, Finished, ServerThread]) -> None:
+    gateway, finished, server = soak_server
+    asyncio.run(_round(server.url, 1, finished))  # warm-up: caches, pools and arenas reach their size
     assert settle(lambda: gateway.in_flight == 0, timeout=30)
     gc.collect()
     baseline = _rss_kib()
     tasks = server.tasks()
     for seed in (2, 3):
-        done, abandoned = asyncio.run(_round(server.url, seed))
+        done, abandoned = asyncio.run(_round(server.url, seed, finished))
         assert done + abandoned == REQUESTS and abandoned > REQUESTS // 10
         assert settle(lambda: gateway.in_flight == 0, timeout=30)
     assert settle(lambda: server.tasks() <= tasks, timeout=30)
