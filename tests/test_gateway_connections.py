@@ -74,6 +74,17 @@ def test_headers_past_the_size_limit_end_the_connection() -> None:
         assert answer.startswith(b"HTTP/1.1 431") or answer == b"reset", answer[:100]
 
 
+def test_a_large_body_is_no_large_header() -> None:
+    """Only the request line and headers count against the header limit, however the body
+    arrives (here megabytes, read in chunks far past the limit)."""
+    body = {**BODY, "messages": [{"role": "user", "content": "word " * 400_000}]}
+    with gateway() as server, connect(server, timeout=60) as sock:
+        payload = json.dumps(body).encode()
+        head = f"POST {CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        sock.sendall(head.encode() + f"content-length: {len(payload)}\r\n\r\n".encode() + payload)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
 def test_open_connections_are_capped_and_half_sent_ones_time_out() -> None:
     with gateway(max_connections=8, header_timeout=1.0) as server:
         sockets = [connect(server, timeout=20) for _ in range(20)]

@@ -43,8 +43,9 @@ class GatewayHttpProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
-        self._header_bytes = 0
         self._reading_headers = True
+        self._header_bytes = 0
+        self._too_large = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self.max_connections:
@@ -59,24 +60,43 @@ class GatewayHttpProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._reading_headers:
-            self._header_bytes += len(data)
-            if self._header_bytes > MAX_HEADER_BYTES:
-                self._disarm()
-                self.send_431_response()
-                return
         super().data_received(data)
+        if self._too_large and not self.transport.is_closing():
+            self._disarm()
+            self.send_431_response()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._header_bytes, self._too_large = 0, False
         if not self._reading_headers:  # the next request on a kept-alive connection
-            self._reading_headers, self._header_bytes = True, 0
+            self._reading_headers = True
             self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._count(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._count(len(name) + len(value) + 4)  # with ": " and the line's end
 
     def on_headers_complete(self) -> None:
         self._reading_headers = False
         self._disarm()
-        super().on_headers_complete()
+        if not self._too_large:  # else answered with 431, never run
+            super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._too_large:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._too_large:
+            super().on_message_complete()
+
+    def _count(self, size: int) -> None:
+        self._header_bytes += size
+        self._too_large = self._too_large or self._header_bytes > MAX_HEADER_BYTES
 
     def send_431_response(self) -> None:
         message = b"Request header fields too large"
