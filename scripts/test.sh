@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what the tests need, run the lints, then every test: Rust (cargo nextest, or cargo test
 # where nextest is not installed), the page's JavaScript
-# (node --test) and Python (pytest against the wheel installed into a clean virtualenv, not
-# against the checkout; the page's browser tests run in Debian's headless Chromium).
+# (node --test), Python (pytest against the wheel installed into a clean virtualenv, not
+# against the checkout; the page's browser tests run in Debian's headless Chromium), and the
+# engine tests against a real vLLM for CPU (scripts/vllm/test.sh).
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,3 +65,10 @@ echo "== type check (mypy strict: package and tests)"
 
 echo "== python tests (screenshots of the page: tests/artifacts/screenshots/)"
 DEEPSEEK_RECIPE_TEST_INSTALLED=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+
+echo "== engine tests: the vLLM plugin and the gateway against a real vLLM (CPU)"
+# The vLLM environment is cached outside the checkout (scripts/vllm/env.sh); the first run
+# installs it (a few minutes). DEEPSEEK_RECIPE_SKIP_ENGINE_TESTS=1 leaves this step out locally.
+if [ "${DEEPSEEK_RECIPE_SKIP_ENGINE_TESTS:-0}" != 1 ]; then
+    bash scripts/vllm/test.sh "$wheel"
+fi
