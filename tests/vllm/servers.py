@@ -134,7 +134,7 @@ class VllmServer:
         ]
         self._log_file = log.open("wb")
         self.process = subprocess.Popen(
-            command, env=env, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
+            command, env=env, cwd=HERE, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
 
     def wait_ready(self, timeout: float = STARTUP_SECONDS) -> VllmServer:

@@ -48,6 +48,7 @@ class DeepseekRecipeReasoningParser(ReasoningParser):
         if start is None or end is None:
             raise ValueError("the tokenizer has no single-token <think> and </think>")
         self._start_id, self._end_id = start, end
+        self._end_of_sentence = special_id(self._tokenizer, SpecialToken.Eos)
         template_kwargs = kwargs.get("chat_template_kwargs") or {}
         # Until the prompt says otherwise (streaming), the request's thinking mode decides.
         self._in_reasoning = thinking_mode(template_kwargs, ConversionOptions())
@@ -89,11 +90,13 @@ class DeepseekRecipeReasoningParser(ReasoningParser):
         return request
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
-        """The output ids before ``</think>`` (all of them while it has not come)."""
+        """The output ids before ``</think>`` (all of them while it has not come), the end of
+        sentence that stops an output not counted."""
         if not self._in_reasoning:
             return 0
         ids = list(token_ids)
-        return ids.index(self._end_id) if self._end_id in ids else len(ids)
+        reasoning = ids[: ids.index(self._end_id)] if self._end_id in ids else ids
+        return sum(token != self._end_of_sentence for token in reasoning)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
         parser = OutputParser(self._tokenizer, reasoning=self._in_reasoning, tool_calls=False)
