@@ -254,6 +254,7 @@ impl ResponsesRequest {
             top_logprobs: body.top_logprobs,
             seed: None,
             output_constraint,
+            n: None,
         };
         let request = ConversationRequest {
             conversation: conversation.into(),
