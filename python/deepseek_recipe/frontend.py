@@ -36,6 +36,7 @@ from deepseek_recipe._native import (
     ConversationRequest,
     ConversionOptions,
     DeepseekV4Encoding,
+    EncodedPrompt,
     DeepseekV41Encoding,
     ImageQuota,
     ImageResolver,
@@ -52,6 +53,7 @@ from deepseek_recipe._native import (
     PromptUsage,
     ReqwestImageFetcher,
     ResponsesChunkGenerator,
+    ResponsesHistory,
     ResponsesRequest,
     ResponsesResponse,
     ResponsesStreamEvent,
@@ -126,6 +128,8 @@ class Sampling:
     seed: int | None
     logprobs: bool
     top_logprobs: int | None
+    #: How many choices to sample (Chat's ``n``; 1 unless the options allow more).
+    n: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +154,9 @@ class PreparedRequest:
     stop_token_ids: list[int]
     frontend: Frontend = field(repr=False)
     _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    #: A stored Responses turn: what response objects report about storage (``store``, the
+    #: response continued, the conversation, ``metadata`` as JSON), for ``with_state``.
+    stored_state: tuple[bool, str | None, str | None, str | None] | None = field(default=None, repr=False)
     #: V4.1: the request's images, preprocessed, in placeholder order (``None`` without images).
     images: MultiModalData | None = field(default=None, repr=False)
     #: Engine input tokens the images take beyond their one placeholder each (already counted
@@ -191,9 +198,13 @@ class Decoder:
         if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
             tool_map, echo = prepared._responses_wiring
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
+            if prepared.stored_state is not None:
+                generator = generator.with_state(*prepared.stored_state)
         self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
         self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
         self._events_sent = 0
+        #: Responses, streamed: the last response object an event carried (the one to store).
+        self.final_response: str | None = None
         self.prompt_tokens = 0
         self.cached_tokens = 0
 
@@ -262,6 +273,7 @@ class Decoder:
             data = event.to_json()
             if name in _RESPONSES_WITH_USAGE:
                 data = _with_cache_write_tokens(data)
+                self.final_response = data
             parts.append(f"event: {name}\ndata: {data}\n\n".encode())
         return b"".join(parts)
 
@@ -388,6 +400,41 @@ class Frontend:
         """
         converted, model, wiring = self._convert(protocol, body)
         ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
+        return self._prepared(protocol, converted, model, wiring, ids)
+
+    def prepare_continuing(
+        self,
+        request: ResponsesRequest,
+        history: ResponsesHistory,
+        *,
+        previous: EncodedPrompt | None = None,
+        stored_ids: bytes | None = None,
+        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
+    ) -> tuple[PreparedRequest, ResponsesHistory, EncodedPrompt]:
+        """:meth:`prepare` for a Responses request that continues a stored conversation: its
+        items come after ``history``'s (with its own ``instructions``), only its own items are
+        converted, and the prompt is rendered and encoded from the ``previous`` turn's (or,
+        without it, the ids are reused from ``stored_ids``, the previous prompt's ids read
+        back from storage). The prompt ids equal :meth:`prepare`'s for the same conversation
+        sent whole. Also returns the history after the request's input items and the encoded
+        prompt (the next turn's ``previous``). Consumes ``request``; raises as :meth:`prepare`.
+        """
+        model = request.model
+        wiring = (request.namespace_tool_map(self.options), request.echo())
+        converted, after = request.convert_continuing(self.options, history)
+        encoded = self.encoding(converted.model_version).encode_continuing(converted.conversation, previous, stored_ids)
+        prepared = self._prepared("responses", converted, model, wiring, encoded.ids, stored_state)
+        return prepared, after, encoded
+
+    def _prepared(
+        self,
+        protocol: Protocol,
+        converted: ConversationRequest,
+        model: str,
+        wiring: tuple[Any, Any] | None,
+        ids: TokenIds,
+        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
+    ) -> PreparedRequest:
         images = self._images(converted)
         image_tokens = images.image_token_adjustment() if images is not None else 0
         max_tokens = converted.resolve_max_tokens(len(ids) + image_tokens, self.context_limit)
@@ -399,6 +446,7 @@ class Frontend:
             seed=options.seed,
             logprobs=options.logprobs,
             top_logprobs=options.top_logprobs,
+            n=options.n,
         )
         return PreparedRequest(
             protocol=protocol,
@@ -412,6 +460,7 @@ class Frontend:
             stop_token_ids=self.stop_token_ids,
             frontend=self,
             _responses_wiring=wiring,
+            stored_state=stored_state,
             images=images,
             image_tokens=image_tokens,
         )

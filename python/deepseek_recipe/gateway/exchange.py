@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -75,6 +76,11 @@ class Exchange:
         self.complete = False  # ... and ended
         self._held: BackendError | None = None  # an engine error seen while draining ready chunks
         self.deadline = record.started + self.settings.total_timeout
+        #: Called with the final response's JSON once the output is complete, before its last
+        #: bytes go out (a stored response is written then); a ``GatewayError`` it raises
+        #: becomes the client's error.
+        self.on_complete: Callable[[str], Awaitable[None]] | None = None
+        self._final: bytes | None = None
 
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
@@ -174,10 +180,18 @@ class Exchange:
                 return
             batch = [next_chunk, *self._ready(inbox)]
         if stream:
+            if self._final is not None:
+                try:
+                    await self._complete(self.decoder.final_response or "")
+                except GatewayError as error:
+                    await self._stream_error(error)
+                    return
+                await self._write(self._final)
             await self._write(decoder.sse_done())
             await self._write(b"", more=False)
         else:
             body = decoder.response().encode()
+            await self._complete(body.decode())
             self.started = self.complete = True
             await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
 
@@ -268,11 +282,19 @@ class Exchange:
         await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
         self.started = True
 
+    async def _complete(self, final: str) -> None:
+        if self.on_complete is not None and final:
+            await self.on_complete(final)
+
     async def _emit(self, events: list[Event]) -> None:
         if not events:
             return
         if self.prepared.stream:
-            await self._write(self.decoder.sse(events))
+            data = self.decoder.sse(events)
+            if self.decoder.finished and self.on_complete is not None:
+                self._final = data  # written once the response is stored
+                return
+            await self._write(data)
         else:
             self.decoder.accumulate(events)
 
