@@ -121,7 +121,7 @@ def test_an_agent_loop_continued_by_id_gets_the_whole_conversations_ids(
             response = oai.responses.create(**kwargs)
         assert response.status == "completed"
         assert response.previous_response_id == previous
-        assert response.store is True
+        assert response.model_dump()["store"] is True
         assert engine.prompts[-1] == whole_ids(frontend, items, instructions), f"turn {turn}"
         items += output_items(response)
         new_input = next_input(response, turn)
@@ -214,7 +214,7 @@ def test_get_delete_and_another_keys_404(gateway: tuple[ServerThread, RecordingD
     with pytest.raises(openai.BadRequestError):
         oai.responses.create(model=MODEL, input="x", previous_response_id=follow.id, conversation="conv_x")
     unstored = oai.responses.create(model=MODEL, input="not kept", store=False)
-    assert unstored.store is False
+    assert unstored.model_dump()["store"] is False
     with pytest.raises(openai.NotFoundError):
         oai.responses.retrieve(unstored.id)
 
@@ -224,7 +224,7 @@ def test_conversations_api(gateway: tuple[ServerThread, RecordingDemo]) -> None:
     oai = client(server)
     created = oai.conversations.create(
         items=[{"type": "message", "role": "user", "content": "hi"}],
-        metadata={"a": "1"},  # type: ignore[list-item]
+        metadata={"a": "1"},
     )
     TypeAdapter(Conversation).validate_python(created.model_dump(mode="json"))
     assert oai.conversations.retrieve(created.id).metadata == {"a": "1"}
@@ -232,14 +232,15 @@ def test_conversations_api(gateway: tuple[ServerThread, RecordingDemo]) -> None:
     added = oai.conversations.items.create(
         created.id,
         items=[
-            {"type": "message", "role": "assistant", "content": "hello"},  # type: ignore[list-item]
-            {"type": "message", "role": "user", "content": "more"},  # type: ignore[list-item]
+            {"type": "message", "role": "assistant", "content": "hello"},
+            {"type": "message", "role": "user", "content": "more"},
         ],
     )
     TypeAdapter(ConversationItemList).validate_python(added.model_dump(mode="json"))
     listed = oai.conversations.items.list(created.id, order="asc")
     assert [item.type for item in listed] == ["message"] * 3
     first_id = listed.data[0].id
+    assert first_id is not None
     assert oai.conversations.items.retrieve(first_id, conversation_id=created.id).id == first_id
     after_delete = oai.conversations.items.delete(first_id, conversation_id=created.id)
     assert after_delete.id == created.id

@@ -365,7 +365,7 @@ class StoredResponses:
         history = await anyio.to_thread.run_sync(turn.history.extend, output_json)
         conversation_items: list[tuple[str, bytes]] = []
         if turn.conversation_id is not None:
-            for index, item in enumerate(request_items(turn.body, response_id)):
+            for _index, item in enumerate(request_items(turn.body, response_id)):
                 conversation_items.append((item["id"], orjson.dumps(item)))
             for item in output:
                 conversation_items.append(
@@ -407,7 +407,7 @@ class StoredResponses:
 
     @staticmethod
     def handles(path: str) -> bool:
-        return path.startswith("/v1/responses/") or path == "/v1/conversations" or path.startswith("/v1/conversations/")
+        return path.startswith(("/v1/responses/", "/v1/conversations/")) or path == "/v1/conversations"
 
     async def serve(self, scope: Scope, receive: Receive, send: Send, owner: str, read_body: Any) -> None:
         """Answer one of the routes (the caller authenticated the request)."""
@@ -475,12 +475,13 @@ class StoredResponses:
             metadata = _metadata(body.get("metadata"))
             conversation_id = "conv_" + secrets.token_hex(24)
             items = _new_items(body.get("items") or [], conversation_id, 0)
-            record = ConversationRecord(conversation_id, owner, now, metadata, 0)
-            await store.create_conversation(record, items, self._expires(now))
-            return _conversation_json(record)
+            created = ConversationRecord(conversation_id, owner, now, metadata, 0)
+            await store.create_conversation(created, items, self._expires(now))
+            return _conversation_json(created)
         if not parts:
             raise GatewayError("method_not_allowed", f"Method {method} is not allowed here")
         conversation_id = parts[0]
+        record: ConversationRecord | None
         if len(parts) == 1:
             if method == "GET":
                 record = await store.get_conversation(owner, conversation_id, now)
@@ -636,7 +637,7 @@ def page(items: list[Any], query: dict[str, list[str]], *, default_order: str) -
     if not 1 <= limit <= 100:
         raise GatewayError("invalid_request", "Invalid 'limit': expected a value between 1 and 100.")
     ordered = items if order == "asc" else items[::-1]
-    after = (query.get("after") or [None])[0]
+    after = query["after"][0] if query.get("after") else None
     if after is not None:
         ids = [item.get("id") for item in ordered]
         if after not in ids:

@@ -362,7 +362,8 @@ class SqlStore(Store):
         def work(cursor: Any) -> int:
             rows = self._execute(
                 cursor,
-                "SELECT id FROM threads WHERE expires_at IS NOT NULL AND expires_at <= :now ORDER BY expires_at LIMIT :n",
+                "SELECT id FROM threads WHERE expires_at IS NOT NULL AND expires_at <= :now "
+                "ORDER BY expires_at LIMIT :n",
                 {"now": now, "n": limit},
             ).fetchall()
             for (thread,) in rows:
