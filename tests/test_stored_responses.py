@@ -1,5 +1,5 @@
 """Stored Responses through the official ``openai`` SDK against a real server on loopback, on
-every store (memory, SQLite; PostgreSQL in ``test_stored_postgres.py``): an agent loop sent as
+every store (memory, SQLite, and a real PostgreSQL the tests start): an agent loop sent as
 ``previous_response_id`` + new input, or through a ``conversation``, gives the engine exactly
 the prompt ids of the same conversation sent whole; responses are fetched, listed and
 deleted; another key's objects are not found."""
@@ -24,6 +24,7 @@ from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.gateway.store import Store, open_store
+from tests import postgres_support
 from tests.gateway_support import ServerThread, serving
 
 MODEL = "DeepSeek-V4-Pro"
@@ -57,20 +58,36 @@ def frontend(tokenizer: dr.Tokenizer) -> Frontend:
     return Frontend(tokenizer)
 
 
-def make_store(kind: str, directory: Path) -> Store:
-    store = open_store("memory" if kind == "memory" else f"sqlite://{directory / 'store.sqlite3'}")
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[postgres_support.Postgres]:
+    if not postgres_support.available():
+        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed; scripts/test.sh installs it")
+    server = postgres_support.Postgres().init().start()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+def make_store(kind: str, directory: Path, request: pytest.FixtureRequest) -> Store:
+    if kind == "postgresql":
+        server: postgres_support.Postgres = request.getfixturevalue("postgres")
+        url = server.create_database()
+    else:
+        url = "memory" if kind == "memory" else f"sqlite://{directory / 'store.sqlite3'}"
+    store = open_store(url)
     assert store is not None
     return store
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def gateway(
     request: pytest.FixtureRequest, frontend: Frontend, tmp_path: Path
 ) -> Iterator[tuple[ServerThread, RecordingDemo]]:
     engine = RecordingDemo(frontend.tokenizer)
     settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
     gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
-    gateway.stored.store = make_store(request.param, tmp_path)
+    gateway.stored.store = make_store(request.param, tmp_path, request)
     with serving(gateway) as running:
         yield running, engine
 
