@@ -127,25 +127,29 @@ impl Tokenizer {
 
     /// Encode a prompt that extends `base` (the previous turn of a stored conversation):
     /// `base`'s ids are reused up to the last special both share, only the rest is encoded.
-    /// The result keeps its text, so the next turn can extend it in turn; the recent-prompt
-    /// cache is neither asked nor changed. The ids are exactly [`Tokenizer::encode_prompt`]'s.
+    /// The result keeps its text, so the next turn can extend it in turn. Without a base the
+    /// recent-prompt cache serves as usual (a client re-sending a whole conversation). The ids
+    /// are exactly [`Tokenizer::encode_prompt`]'s.
     pub fn encode_prompt_ids_after(
         &self,
         prompt: &str,
         special_ranges: &[Range<usize>],
         base: Option<&PromptIds>,
     ) -> Result<PromptIds, TokenizeError> {
-        let reused = base
-            .and_then(PromptIds::entry)
-            .map(|entry| (Arc::clone(entry), entry.shared_with(prompt, special_ranges)))
-            .filter(|(_, shared)| *shared > 0);
-        self.encode_reusing(
-            prompt,
-            special_ranges,
-            reused,
-            Parallelism::Parallel,
-            Keep::Always,
-        )
+        let (reused, keep) = match base {
+            Some(base) => {
+                let reused = base
+                    .entry()
+                    .map(|entry| (Arc::clone(entry), entry.shared_with(prompt, special_ranges)))
+                    .filter(|(_, shared)| *shared > 0);
+                (reused, Keep::Always)
+            }
+            None => (
+                self.prefix_cache.longest(prompt, special_ranges),
+                Keep::AlwaysAndCached,
+            ),
+        };
+        self.encode_reusing(prompt, special_ranges, reused, Parallelism::Parallel, keep)
     }
 
     /// A prompt's ids read back from storage, made extendable again: each added-vocabulary id
@@ -184,7 +188,7 @@ impl Tokenizer {
         let segments = Segments::cut(prompt, special_ranges)?;
         if let Some((entry, shared)) = &reused {
             if entry.is(prompt, special_ranges, *shared) {
-                if keep == Keep::IfCached {
+                if keep != Keep::Always {
                     self.prefix_cache.keep(entry);
                 }
                 return Ok(PromptIds(Held::Linked(Arc::clone(entry))));
@@ -229,11 +233,11 @@ impl Tokenizer {
                 .collect::<Result<_, _>>()?,
         };
         let (ids, special_ends) = gather(&gap_ids, &special_ids, reused_ids);
-        let cached = keep == Keep::IfCached
+        let cached = keep != Keep::Always
             && self
                 .prefix_cache
                 .keeps(prompt, special_ranges, reused_ids + ids.len());
-        let kept = cached || keep == Keep::Always;
+        let kept = cached || keep != Keep::IfCached;
         if reused.is_none() && !kept {
             return Ok(PromptIds(Held::Whole(ids)));
         }
@@ -298,6 +302,8 @@ enum Keep {
     IfCached,
     /// Always (a stored conversation's turn), without the cache.
     Always,
+    /// Always, and in the cache when it keeps it (a stored conversation's first turn).
+    AlwaysAndCached,
 }
 
 /// A prompt's ids: one vector, or an encoded prompt shared with the recent-prompt cache
