@@ -128,7 +128,7 @@ class SqlStore(Store):
     blob = "BLOB"
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
         """A cursor inside one transaction (committed on leaving, rolled back on error)."""
         raise NotImplementedError
         yield
@@ -140,10 +140,10 @@ class SqlStore(Store):
         """The driver's error as :class:`StoreUnavailable`, or ``None`` for a bug."""
         return None
 
-    async def _run(self, work: Callable[[Any], T]) -> T:
+    async def _run(self, work: Callable[[Any], T], *, write: bool = True) -> T:
         def transact() -> T:
             try:
-                with self._transaction() as cursor:
+                with self._transaction(write) as cursor:
                     return work(cursor)
             except (StoreNotFound, StoreUnavailable):
                 raise
@@ -207,21 +207,21 @@ class SqlStore(Store):
             row = self._execute(cursor, _GET_RESPONSE, {"id": response_id, "owner": owner, "now": now}).fetchone()
             return None if row is None else _response(row)
 
-        return await self._run(work)
+        return await self._run(work, write=False)
 
     async def response_chain(self, owner: str, response_id: str, now: int) -> list[ResponseRecord]:
         def work(cursor: Any) -> list[ResponseRecord]:
             rows = self._execute(cursor, _RESPONSE_CHAIN, {"id": response_id, "owner": owner, "now": now})
             return [_response(row) for row in rows.fetchall()]
 
-        return await self._run(work)
+        return await self._run(work, write=False)
 
     async def prompt_chain(self, owner: str, response_id: str) -> list[tuple[int, bytes]]:
         def work(cursor: Any) -> list[tuple[int, bytes]]:
             rows = self._execute(cursor, _PROMPT_CHAIN, {"id": response_id, "owner": owner}).fetchall()
             return [(int(keep), bytes(tail)) for keep, tail in rows]
 
-        return await self._run(work)
+        return await self._run(work, write=False)
 
     async def delete_response(self, owner: str, response_id: str, now: int) -> bool:
         def work(cursor: Any) -> bool:
@@ -268,7 +268,7 @@ class SqlStore(Store):
             row = self._execute(cursor, _GET_CONVERSATION, params).fetchone()
             return None if row is None else _conversation(row)
 
-        return await self._run(work)
+        return await self._run(work, write=False)
 
     async def update_conversation(
         self, owner: str, conversation_id: str, metadata: bytes, now: int
@@ -337,7 +337,7 @@ class SqlStore(Store):
             rows = self._execute(cursor, sql + " ORDER BY seq", {"id": conversation_id, "below": below_seq})
             return [ItemRecord(str(i), int(seq), bytes(item)) for i, seq, item in rows.fetchall()]
 
-        return await self._run(work)
+        return await self._run(work, write=False)
 
     async def delete_item(self, owner: str, conversation_id: str, item_id: str, now: int) -> bool | None:
         def work(cursor: Any) -> bool | None:
@@ -462,23 +462,28 @@ class SqliteStore(SqlStore):
                 connection.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
         if self._connection is None:
             raise StoreUnavailable("the response store is not open")
         with self._lock:
             cursor = self._connection.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
+            # A write takes the lock at once (no upgrade deadlock); a read takes none, so a
+            # read-only database still serves reads.
+            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield cursor
             except BaseException:
-                cursor.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk does).
+                if self._connection.in_transaction:
+                    cursor.execute("ROLLBACK")
                 raise
             cursor.execute("COMMIT")
 
     def _failure(self, error: Exception) -> StoreUnavailable | None:
-        if isinstance(error, PermissionError) or "readonly" in str(error) or "read-only" in str(error):
+        name = getattr(error, "sqlite_errorname", "") or ""
+        if isinstance(error, PermissionError) or name.startswith("SQLITE_READONLY"):
             return StoreUnavailable("The response store is read-only")
-        if "disk is full" in str(error) or getattr(error, "errno", None) == 28:
+        if name == "SQLITE_FULL" or getattr(error, "errno", None) == 28:
             return StoreUnavailable("The response store's disk is full")
         if isinstance(error, sqlite3.OperationalError | sqlite3.DatabaseError | OSError):
             return StoreUnavailable(f"The response store failed: {type(error).__name__}")
@@ -526,7 +531,7 @@ class PostgresStore(SqlStore):
         await anyio.to_thread.run_sync(self._pool.close)
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
         with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cursor:
             yield cursor
 
