@@ -155,13 +155,13 @@ def test_two_gateways_share_one_postgres(own_postgres: postgres_support.Postgres
         items: list[Any] = [{"role": "user", "content": "Hello there"}]
         previous: str | None = None
         for turn, gateway_url in enumerate([first_url, second_url, first_url, second_url]):
-            new = items[-1:] if turn == 0 else [{"role": "user", "content": f"Turn {turn}"}]
+            new: Any = items[-1:] if turn == 0 else [{"role": "user", "content": f"Turn {turn}"}]
             if turn:
                 items += new
             response = client(gateway_url).responses.create(
                 model=MODEL,
                 input=new,
-                previous_response_id=previous,  # type: ignore[arg-type]
+                previous_response_id=previous,
             )
             whole = frontend.prepare("responses", json.dumps({"model": MODEL, "input": items}))
             assert response.usage is not None
