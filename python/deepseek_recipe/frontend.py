@@ -30,6 +30,7 @@ import orjson
 from deepseek_recipe._native import (
     AssistantMessage,
     ChatCompletionChunk,
+    ChatCompletionChunkGenerator,
     ChatCompletionRequest,
     ChatCompletionResponse,
     Conversation,
@@ -200,7 +201,22 @@ class Decoder:
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
             if prepared.stored_state is not None:
                 generator = generator.with_state(*prepared.stored_state)
-        self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
+        options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
+        self._processor = StreamProcessor(generator, options, tokenizer)
+        #: Chat with ``n`` > 1: one processor per choice (the first is ``_processor``), each
+        #: naming its choice; their events are also accumulated, for the usage of them all.
+        self._choices = [self._processor]
+        if prepared.sampling.n > 1 and isinstance(generator, ChatCompletionChunkGenerator):
+            self._processor = StreamProcessor(generator.with_choice(0), options, tokenizer)
+            self._choices = [self._processor] + [
+                StreamProcessor(
+                    ChatCompletionRequest.chunk_generator(prepared.request, response_id, prepared.model).with_choice(i),
+                    options,
+                    tokenizer,
+                )
+                for i in range(1, prepared.sampling.n)
+            ]
+        self._streamed_usage = prepared.stream and len(self._choices) > 1
         self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
         self._events_sent = 0
         #: Responses, streamed: the last response object an event carried (the one to store).
@@ -210,8 +226,12 @@ class Decoder:
 
     @property
     def finished(self) -> bool:
-        """The output is complete (finish, stop sequence or :meth:`finish`)."""
-        return self._processor.finished
+        """The output is complete (finish, stop sequence or :meth:`finish`; every choice)."""
+        return all(processor.finished for processor in self._choices)
+
+    def choice_finished(self, choice: int) -> bool:
+        """Choice ``choice``'s output is complete (an unknown choice counts as complete)."""
+        return choice >= len(self._choices) or self._choices[choice].finished
 
     @property
     def events_sent(self) -> int:
@@ -227,35 +247,46 @@ class Decoder:
         self._response = _RESPONSES[self.protocol](
             self.response_id, self._model, self.created, prompt_tokens, cached_tokens
         )
-        return self._processor.push(InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint))
+        ready = InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint)
+        return [event for processor in self._choices for event in processor.push(ready)]
 
     def update_usage(self, *, prompt_tokens: int, cached_tokens: int) -> None:
         """Prompt usage the engine reported late (after its output began): the final usage says
         this; events already produced keep what :meth:`start` said."""
         self.prompt_tokens, self.cached_tokens = prompt_tokens, cached_tokens
         usage = PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
-        self._processor.update_prompt_usage(usage)
+        for processor in self._choices:
+            processor.update_prompt_usage(usage)
 
-    def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None) -> list[Event]:
-        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given)."""
-        return self._processor.push(InferenceChunk.tokens(token_ids, logprobs))
-
-    def push_text(self, text: str, token_count: int) -> list[Event]:
-        """Output text, produced by ``token_count`` tokens."""
-        return self._processor.push(InferenceChunk.text(text, token_count))
-
-    def finish(self, reason: FinishReason | None = "stop") -> list[Event]:
-        """The engine stopped (``None``: the output ended without a reason). Idempotent."""
-        if self._processor.finished:
+    def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None, choice: int = 0) -> list[Event]:
+        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given) of
+        choice ``choice`` (Chat with ``n``; 0 otherwise)."""
+        if self.choice_finished(choice):
             return []
-        if reason is None:
-            return self._processor.finish()
-        events = self._processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
-        return events + self._processor.finish()
+        return self._choices[choice].push(InferenceChunk.tokens(token_ids, logprobs))
+
+    def push_text(self, text: str, token_count: int, choice: int = 0) -> list[Event]:
+        """Output text, produced by ``token_count`` tokens, of choice ``choice``."""
+        if self.choice_finished(choice):
+            return []
+        return self._choices[choice].push(InferenceChunk.text(text, token_count))
+
+    def finish(self, reason: FinishReason | None = "stop", choice: int | None = None) -> list[Event]:
+        """The engine stopped (``None``: the output ended without a reason): choice ``choice``,
+        or every choice not finished yet. Idempotent."""
+        events: list[Event] = []
+        for index, processor in enumerate(self._choices):
+            if processor.finished or (choice is not None and index != choice):
+                continue
+            if reason is not None:
+                events += processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
+            events += processor.finish()
+        return events
 
     def close(self) -> None:
         """Release the decoder without completing the output."""
-        self._processor.close()
+        for processor in self._choices:
+            processor.close()
 
     # -- streaming --------------------------------------------------------------------------
 
@@ -265,7 +296,10 @@ class Decoder:
             return b""
         self._events_sent += len(events)
         if self.protocol == "chat":
-            return b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+            data = b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+            if self._streamed_usage:
+                self.accumulate(events)  # several choices: the usage chunk adds theirs up
+            return data
         name_of = _RESPONSES[self.protocol].sse_event_name
         parts = []
         for event in events:
@@ -278,9 +312,14 @@ class Decoder:
         return b"".join(parts)
 
     def sse_done(self) -> bytes:
-        """The protocol's terminal message: ``data: [DONE]`` for Chat, nothing for the others."""
+        """The protocol's terminal message: ``data: [DONE]`` for Chat (after the usage of every
+        choice, for several with ``include_usage``), nothing for the others."""
         done = _RESPONSES[self.protocol].sse_done_data()
-        return b"" if done is None else b"data: " + done.encode() + b"\n\n"
+        usage = b""
+        if self._streamed_usage and isinstance(self._response, ChatCompletionResponse):
+            chunk = self._response.usage_chunk_json()
+            usage = b"" if chunk is None else b"data: " + chunk.encode() + b"\n\n"
+        return usage if done is None else usage + b"data: " + done.encode() + b"\n\n"
 
     # -- non-streaming ----------------------------------------------------------------------
 

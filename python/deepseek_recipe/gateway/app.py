@@ -276,7 +276,9 @@ class Gateway:
                 stored_turn = turn
 
                 async def commit(response: str) -> None:
+                    start = time.perf_counter()
                     await self.stored.commit(stored_turn, response)
+                    record.commit_seconds = time.perf_counter() - start
 
                 exchange.on_complete = commit
             await exchange.run()
@@ -401,6 +403,7 @@ class Gateway:
                 "cached_tokens": record.cached_tokens,
                 "completion_tokens": record.completion_tokens,
                 "prepare_ms": None if record.prepare_seconds is None else round(record.prepare_seconds * 1e3, 3),
+                "commit_ms": None if record.commit_seconds is None else round(record.commit_seconds * 1e3, 3),
                 "ttft_ms": None if record.ttft is None else round(record.ttft * 1e3, 3),
                 "duration_ms": round(elapsed * 1e3, 3),
             }
@@ -417,7 +420,7 @@ def _unauthorized() -> GatewayError:
 def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
     tokenizer = Tokenizer.from_file(settings.tokenizer) if settings.tokenizer else None
-    options = ConversionOptions(default_thinking_mode=settings.default_thinking)
+    options = ConversionOptions(default_thinking_mode=settings.default_thinking, max_choices=settings.max_choices)
     fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
     resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())
     return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)

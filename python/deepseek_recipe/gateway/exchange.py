@@ -48,6 +48,8 @@ class Record:
     cached_tokens: int = 0
     completion_tokens: int = 0
     prepare_seconds: float | None = None
+    #: A stored response: seconds to store the turn once its output was complete.
+    commit_seconds: float | None = None
     ttft: float | None = None
     finish: str | None = None
     error: str | None = None
@@ -208,13 +210,13 @@ class Exchange:
             record.last_output = now
         if chunk.token_ids:
             record.completion_tokens += len(chunk.token_ids)
-            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs)
+            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs, chunk.index)
         elif chunk.text:
             record.completion_tokens += chunk.token_count
-            events += decoder.push_text(chunk.text, chunk.token_count)
-        if chunk.finish_reason is not None and not decoder.finished:
+            events += decoder.push_text(chunk.text, chunk.token_count, chunk.index)
+        if chunk.finish_reason is not None and not decoder.choice_finished(chunk.index):
             record.finish = chunk.finish_reason
-            events += decoder.finish(chunk.finish_reason)
+            events += decoder.finish(chunk.finish_reason, chunk.index)
         elif decoder.finished and record.finish is None:
             record.finish = "stop_sequence"
         return events

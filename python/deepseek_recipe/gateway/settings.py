@@ -64,6 +64,9 @@ class GatewaySettings(BaseSettings):
     tokenizer: Path | None = Field(default=None, description="tokenizer.json (default: the DeepSeek V4 tokenizer)")
     context_limit: int = Field(default=DEFAULT_CONTEXT_LIMIT, ge=1, description="prompt + completion tokens")
     default_thinking: bool = Field(default=True, description="thinking mode when a request does not say")
+    max_choices: int = Field(
+        default=16, ge=1, le=255, description="most choices a Chat request may ask for with n (the engine samples them)"
+    )
 
     # -- limits ----------------------------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(

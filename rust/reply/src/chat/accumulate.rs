@@ -8,7 +8,7 @@ use deepseek_stream::emit::TokenLogprob;
 use deepseek_stream::Segment;
 
 use super::events::{
-    push_logprobs, push_usage, usage_chunk_json, ChatCompletionChunk, ChatUsage, Delta,
+    push_logprobs, push_usage, usage_chunk_json, ChatCompletionChunk, ChatUsage, Delta, UsageKey,
 };
 use crate::json::{push_opt_str, push_str};
 
@@ -42,6 +42,8 @@ pub struct ChatCompletionResponse {
     choices: Vec<(usize, Choice)>,
     usage: Option<ChatUsage>,
     system_fingerprint: Option<Arc<str>>,
+    /// The stream leaves usage out (streamed without `stream_options.include_usage`).
+    usage_omitted: bool,
 }
 
 impl ChatCompletionResponse {
@@ -61,11 +63,13 @@ impl ChatCompletionResponse {
             choices: Vec::new(),
             usage: None,
             system_fingerprint: None,
+            usage_omitted: false,
         }
     }
 
     /// Fold one chunk in.
     pub fn accumulate(&mut self, chunk: ChatCompletionChunk) {
+        self.usage_omitted = chunk.usage_key == UsageKey::Omitted;
         if chunk.system_fingerprint.is_some() {
             self.system_fingerprint = chunk.system_fingerprint.clone();
         }
@@ -169,9 +173,9 @@ impl ChatCompletionResponse {
     }
 
     /// The chunk that ends a stream of several choices: no choices, the usage of them all
-    /// (`None` before any usage was accumulated).
+    /// (`None` before any usage was accumulated, or for a stream that leaves usage out).
     pub fn usage_chunk_json(&self) -> Option<String> {
-        let usage = self.usage.as_ref()?;
+        let usage = self.usage.as_ref().filter(|_| !self.usage_omitted)?;
         Some(usage_chunk_json(
             &self.id,
             &self.model,
