@@ -28,7 +28,8 @@ QUESTION = [{"role": "user", "content": "What is 6 x 7?"}]
 
 @pytest.fixture(scope="module")
 def frontend(tokenizer: dr.Tokenizer) -> Frontend:
-    return Frontend(tokenizer)
+    # As the gateway's settings make it (max_choices 16).
+    return Frontend(tokenizer, options=dr.ConversionOptions(max_choices=16))
 
 
 @pytest.fixture(params=["completions", "sglang", "demo"])

@@ -202,20 +202,17 @@ class Decoder:
             if prepared.stored_state is not None:
                 generator = generator.with_state(*prepared.stored_state)
         options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
-        self._processor = StreamProcessor(generator, options, tokenizer)
-        #: Chat with ``n`` > 1: one processor per choice (the first is ``_processor``), each
-        #: naming its choice; their events are also accumulated, for the usage of them all.
-        self._choices = [self._processor]
+        generators: list[Any] = [generator]
         if prepared.sampling.n > 1 and isinstance(generator, ChatCompletionChunkGenerator):
-            self._processor = StreamProcessor(generator.with_choice(0), options, tokenizer)
-            self._choices = [self._processor] + [
-                StreamProcessor(
-                    ChatCompletionRequest.chunk_generator(prepared.request, response_id, prepared.model).with_choice(i),
-                    options,
-                    tokenizer,
-                )
-                for i in range(1, prepared.sampling.n)
-            ]
+            # One processor per choice, each naming its choice; their events are also
+            # accumulated, for the usage of them all.
+            more = (
+                ChatCompletionRequest.chunk_generator(prepared.request, response_id, prepared.model)
+                for _ in range(1, prepared.sampling.n)
+            )
+            generators = [g.with_choice(i) for i, g in enumerate([generator, *more])]
+        self._choices = [StreamProcessor(g, options, tokenizer) for g in generators]
+        self._processor = self._choices[0]
         self._streamed_usage = prepared.stream and len(self._choices) > 1
         self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
         self._events_sent = 0
