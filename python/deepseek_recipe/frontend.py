@@ -293,10 +293,10 @@ class Decoder:
             return b""
         self._events_sent += len(events)
         if self.protocol == "chat":
-            data = b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+            chunks = b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
             if self._streamed_usage:
                 self.accumulate(events)  # several choices: the usage chunk adds theirs up
-            return data
+            return chunks
         name_of = _RESPONSES[self.protocol].sse_event_name
         parts = []
         for event in events:
