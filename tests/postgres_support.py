@@ -11,6 +11,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -89,3 +91,17 @@ class Postgres:
         except subprocess.CalledProcessError:
             pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def started() -> Iterator[Postgres]:
+    """A server for the caller's use, removed afterwards (the test is skipped without one)."""
+    import pytest
+
+    if not available():
+        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed; scripts/test.sh installs it")
+    server = Postgres().init().start()
+    try:
+        yield server
+    finally:
+        server.remove()

@@ -107,13 +107,8 @@ def test_a_gateway_killed_mid_turn_loses_no_stored_turn(tmp_path: Path) -> None:
 @pytest.fixture
 def own_postgres() -> Iterator[postgres_support.Postgres]:
     """A server of this test's own (it is stopped and started mid-test)."""
-    if not postgres_support.available():
-        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed; scripts/test.sh installs it")
-    server = postgres_support.Postgres().init().start()
-    try:
+    with postgres_support.started() as server:
         yield server
-    finally:
-        server.remove()
 
 
 def test_a_postgres_restart_gives_503s_then_the_run_recovers(

@@ -7,7 +7,7 @@ deleted; another key's objects are not found."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +19,11 @@ from openai.types.responses import Response, ResponseItem
 from pydantic import TypeAdapter
 
 import deepseek_recipe as dr
-from deepseek_recipe.backends import BackendChunk, GenerationRequest
-from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.gateway.store import Store, open_store
 from tests import postgres_support
-from tests.gateway_support import ServerThread, serving
+from tests.gateway_support import RecordingDemo, ServerThread, serving
 
 MODEL = "DeepSeek-V4-Pro"
 KEYS = ["sk-first", "sk-second"]
@@ -40,19 +38,6 @@ TOOLS: list[Any] = [
 ITEM = TypeAdapter(ResponseItem)
 
 
-class RecordingDemo(DemoEngine):
-    """The demo engine, keeping the prompt ids of every request it gets."""
-
-    def __init__(self, tokenizer: dr.Tokenizer) -> None:
-        super().__init__(tokenizer)
-        self.prompts: list[list[int]] = []
-
-    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
-        self.prompts.append(list(request.prompt_ids))
-        async for chunk in super().generate(request):
-            yield chunk
-
-
 @pytest.fixture(scope="module")
 def frontend(tokenizer: dr.Tokenizer) -> Frontend:
     return Frontend(tokenizer)
@@ -60,13 +45,8 @@ def frontend(tokenizer: dr.Tokenizer) -> Frontend:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[postgres_support.Postgres]:
-    if not postgres_support.available():
-        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed; scripts/test.sh installs it")
-    server = postgres_support.Postgres().init().start()
-    try:
+    with postgres_support.started() as server:
         yield server
-    finally:
-        server.remove()
 
 
 def make_store(kind: str, directory: Path, request: pytest.FixtureRequest) -> Store:

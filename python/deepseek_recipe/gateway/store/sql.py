@@ -168,6 +168,14 @@ class SqlStore(Store):
                 self._execute(cursor, statement.replace("{blob}", self.blob))
             self._execute(cursor, "INSERT INTO schema_migrations (version) VALUES (:v)", {"v": version})
 
+    def _insert_items(self, cursor: Any, conversation_id: str, first: int, items: list[tuple[str, bytes]]) -> None:
+        for k, (item_id, item) in enumerate(items):
+            self._execute(
+                cursor,
+                "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES (:c, :s, :i, :b)",
+                {"c": conversation_id, "s": first + k, "i": item_id, "b": item},
+            )
+
     # -- responses --------------------------------------------------------------------------
 
     async def save_turn(self, turn: TurnWrite) -> int | None:
@@ -185,12 +193,7 @@ class SqlStore(Store):
                 if row is None:
                     raise StoreNotFound(record.conversation_id)
                 first = int(row[0])
-                for k, (item_id, item) in enumerate(turn.conversation_items):
-                    self._execute(
-                        cursor,
-                        "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES (:c, :s, :i, :b)",
-                        {"c": record.conversation_id, "s": first + k, "i": item_id, "b": item},
-                    )
+                self._insert_items(cursor, record.conversation_id, first, turn.conversation_items)
                 self._execute(
                     cursor,
                     "UPDATE conversations SET last_response_id = :r WHERE id = :id",
@@ -253,12 +256,7 @@ class SqlStore(Store):
                     "n": len(items),
                 },
             )
-            for seq, (item_id, item) in enumerate(items):
-                self._execute(
-                    cursor,
-                    "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES (:c, :s, :i, :b)",
-                    {"c": record.id, "s": seq, "i": item_id, "b": item},
-                )
+            self._insert_items(cursor, record.id, 0, items)
 
         await self._run(work)
 
@@ -309,14 +307,8 @@ class SqlStore(Store):
             params = {"id": conversation_id, "owner": owner, "count": len(items)}
             row = self._execute(cursor, _RESERVE_SEQ, params).fetchone()
             first = int(row[0])
-            out = []
-            for k, (item_id, item) in enumerate(items):
-                self._execute(
-                    cursor,
-                    "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES (:c, :s, :i, :b)",
-                    {"c": conversation_id, "s": first + k, "i": item_id, "b": item},
-                )
-                out.append(ItemRecord(item_id, first + k, item))
+            self._insert_items(cursor, conversation_id, first, items)
+            out = [ItemRecord(item_id, first + k, item) for k, (item_id, item) in enumerate(items)]
             self._execute(cursor, _TOUCH_THREAD, {"id": conversation_id, "owner": owner, "expires_at": expires_at})
             return out
 
