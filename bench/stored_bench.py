@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -46,11 +47,14 @@ EOS = "<｜end▁of▁sentence｜>"
 
 
 def serve_engine(port: int, script_path: str) -> None:
-    """Answers each prompt with the script for its length (the conversation's next step)."""
+    """Answers each prompt with the script for its number of assistant turns (the
+    conversation's next step, whichever protocol or call ids the prompt came with)."""
     import orjson
     import uvicorn
 
-    scripts: dict[str, list[int]] = json.loads(Path(script_path).read_text())
+    loaded = json.loads(Path(script_path).read_text())
+    assistant: int = loaded["assistant"]
+    scripts: dict[str, list[int]] = loaded["scripts"]
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -66,7 +70,7 @@ def serve_engine(port: int, script_path: str) -> None:
             if not message.get("more_body"):
                 break
         prompt = orjson.loads(body).get("prompt", [])
-        ids = scripts.get(str(len(prompt)), scripts["default"])
+        ids = scripts.get(str(prompt.count(assistant)), scripts["default"])
         choice = {"index": 0, "text": "", "token_ids": ids, "logprobs": None, "finish_reason": "stop"}
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(ids), "total_tokens": len(prompt) + len(ids)}
         events = [{"id": "c", "object": "text_completion", "choices": [choice]}, {"choices": [], "usage": usage}]
@@ -112,22 +116,22 @@ def run(args: argparse.Namespace) -> int:
     first = len(conv.steps) - rounds - 1
     encoding = frontend.encoding(frontend.options.model_versions_by_name[MODEL])
 
+    assistant = frontend.tokenizer.encode("<｜Assistant｜>")[0]
+
     def prompt_of(steps: int) -> tuple[str, int]:
         body = workloads.to_responses(workloads.truncated(conv, steps))
         prepared = frontend.prepare("responses", json.dumps(body, ensure_ascii=False))
-        return encoding.render_conversation(prepared.request.conversation).prompt, len(prepared.prompt_ids)
+        text = encoding.render_conversation(prepared.request.conversation).prompt
+        return text, list(prepared.prompt_ids).count(assistant)
 
-    # The engine's answer to the prompt of `steps` steps: step `steps` as the model writes it.
+    # The engine's answer to a prompt of `steps` steps: step `steps` as the model writes it.
     scripts: dict[str, list[int]] = {"default": frontend.tokenizer.encode("Done.</think>Done." + EOS)}
-    prompts: dict[int, tuple[str, int]] = {}
-    for steps in range(first, len(conv.steps) + 1):
-        prompts[steps] = prompt_of(steps)
     for steps in range(first, len(conv.steps)):
-        text, length = prompts[steps]
-        longer = prompts[steps + 1][0]
+        text, turns = prompt_of(steps)
+        longer = prompt_of(steps + 1)[0]
         assert longer.startswith(text), "reasoning is kept while tools are on: each prompt extends the last"
         output = longer[len(text) : longer.index(EOS, len(text))] + EOS
-        scripts[str(length)] = frontend.tokenizer.encode(output)
+        scripts[str(turns)] = frontend.tokenizer.encode(output)
 
     command = f"python3 bench/stored_bench.py {' '.join(sys.argv[1:])}".rstrip()
     report = G.Report(R.new_record("stored", dt.datetime.now(dt.timezone.utc), command, args.quick))
@@ -144,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     storage: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         script_path = Path(tmp) / "scripts.json"
-        script_path.write_text(json.dumps(scripts))
+        script_path.write_text(json.dumps({"assistant": assistant, "scripts": scripts}))
         engine_port = G.free_port()
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(engine_port), "--script", str(script_path)]
         with G.process(engine_cmd, engine_port):
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     log = Path(tmp) / f"gateway-{store_kind}.log"
                     rows[store_kind] = run_store(
-                        store_url, engine_port, log, conv, first, rounds, prompts, frontend, backend, workloads
+                        store_url, engine_port, log, conv, first, rounds, frontend, backend, workloads
                     )
                     storage[store_kind] = measure_store(store_url, rows[store_kind][-1]["response_id"])
                 finally:
@@ -228,7 +232,6 @@ def run_store(
     conv: Any,
     first: int,
     rounds: int,
-    prompts: dict[int, tuple[str, int]],
     frontend: Any,
     backend: Any,
     workloads: Any,
@@ -251,6 +254,11 @@ def run_store(
             body = workloads.to_responses(workloads.truncated(conv, first))
             items: list[Any] = list(body["input"])
             response = post(port, "/v1/responses", body)
+            encoding = frontend.encoding(frontend.options.model_versions_by_name[MODEL])
+            start_body = json.dumps(body, ensure_ascii=False)
+            previous_text = encoding.render_conversation(
+                frontend.prepare("responses", start_body).request.conversation
+            ).prompt
             for k in range(1, rounds + 1):
                 step = conv.steps[first + k - 1]
                 calls = [item for item in response["output"] if item["type"] == "function_call"]
@@ -275,10 +283,11 @@ def run_store(
                     workloads.to_chat(workloads.truncated(conv, first + k)), ensure_ascii=False
                 ).encode()
                 chat = G.asyncio.run(G.latencies(port, "/v1/chat/completions", [chat_body]))[0].total
-                text, length = prompts[first + k]
-                previous_text = prompts[first + k - 1][0]
-                assert len(prepared.prompt_ids) == length, "the stored turn's prompt is the whole conversation's"
-                common = len(previous_text) - len("<｜Assistant｜><think>")
+                # The turn's new text: its prompt after what it shares with the last one.
+                text = encoding.render_conversation(prepared.request.conversation).prompt
+                length = len(prepared.prompt_ids)
+                common = len(os.path.commonprefix([previous_text, text]))  # noqa: RUF071 (characters)
+                previous_text = text
                 fresh = text[common:] + f" {k}"
                 t0 = time.perf_counter()
                 frontend.tokenizer.encode_ordinary(fresh)
