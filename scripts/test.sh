@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the tests need, run the lints, then every test: Rust (cargo nextest, or cargo test
+# Install what the tests need (Debian's chromium and postgresql among them), run the lints, then
+# every test: Rust (cargo nextest, or cargo test
 # where nextest is not installed), the page's JavaScript
 # (node --test), Python (pytest against the wheel installed into a clean virtualenv, not
 # against the checkout; the page's browser tests run in Debian's headless Chromium), and the
@@ -9,11 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-echo "== system packages for the page's tests: node, chromium, a font with the template's ｜"
+echo "== system packages: node, chromium, a font with the template's ｜ (the page's tests); PostgreSQL (the store's)"
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
 fc-list ':charset=ff5c' 2>/dev/null | grep -q . || missing+=(fonts-droid-fallback)
+# The tests start their own PostgreSQL server from the package's initdb and pg_ctl.
+command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)

@@ -12,6 +12,8 @@ GET      ``/v1/models``                    served models (Anthropic's shape when
 GET      ``/health``                       liveness
 GET      ``/metrics``                      Prometheus text format
 GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
+…        ``/v1/responses/{id}…``,          stored responses and conversations (``stored.py``)
+         ``/v1/conversations…``
 =======  ================================  ===============================================
 
 One request: authenticate, read the body under the size limit, prepare it off the event loop
@@ -25,7 +27,8 @@ import contextlib
 import hmac
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -64,9 +67,11 @@ from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
+from deepseek_recipe.gateway.stored import StoredResponses, owner_of
 from deepseek_recipe.gateway.webui import WebUI
 
 logger = logging.getLogger("deepseek_recipe.gateway")
+T = TypeVar("T")
 
 _GENERATE: dict[str, Protocol] = {
     "/v1/chat/completions": "chat",
@@ -117,6 +122,7 @@ class Gateway:
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
         self._webui = WebUI(self, at_root=at_root) if self.settings.webui else None
+        self.stored = StoredResponses(self.settings, self.frontend)
 
     @property
     def in_flight(self) -> int:
@@ -132,6 +138,9 @@ class Gateway:
         if route is None and webui is not None and scope["type"] == "http" and webui.handles(scope["path"]):
             with contextlib.suppress(ClientGone):
                 await webui(scope, receive, send)
+            return
+        if route is None and scope["type"] == "http" and self.stored.handles(scope["path"]):
+            await self._stored_route(scope, receive, send)
             return
         if route is None:
             if self.app is None:
@@ -158,29 +167,46 @@ class Gateway:
             await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
 
     async def aclose(self) -> None:
-        """Close the backend's connections."""
+        """Close the backend's connections and the store."""
         await self.backend.aclose()
+        await self.stored.close()
+
+    async def _started(self) -> None:
+        """Open the store (its schema created or migrated) as the server starts; a store that
+        cannot be opened now is opened at its first use (until then, 503s)."""
+        try:
+            await self.stored.open()
+        except Exception as error:
+            logger.warning("the response store could not be opened: %s", error)
 
     # -- lifespan ---------------------------------------------------------------------------
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.app is None:
-            while True:
+        async with anyio.create_task_group() as group:
+            if self.stored.enabled:
+                group.start_soon(self.stored.cleanup_forever)
+            if self.app is None:
+                while True:
+                    message = await receive()
+                    if message["type"] == "lifespan.startup":
+                        await self._started()
+                        await send({"type": "lifespan.startup.complete"})
+                    elif message["type"] == "lifespan.shutdown":
+                        await self.aclose()
+                        await send({"type": "lifespan.shutdown.complete"})
+                        group.cancel_scope.cancel()
+                        return
+
+            async def receive_and_close() -> Message:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
+                    await self._started()
                 elif message["type"] == "lifespan.shutdown":
                     await self.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+                return message
 
-        async def receive_and_close() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                await self.aclose()
-            return message
-
-        await self.app(scope, receive_and_close, send)
+            await self.app(scope, receive_and_close, send)
+            group.cancel_scope.cancel()
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -233,7 +259,12 @@ class Gateway:
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
             body = await self._read_body(scope, receive)
-            if len(body) <= _INLINE_PREPARE_BYTES and b"image" not in body:  # images: fetched off the loop
+            turn = None
+            if protocol == "responses" and self.stored.enabled:
+                start = time.perf_counter()
+                prepared, turn = await self.stored.prepare(self._owner(scope), body, self._mapped)
+                record.prepare_seconds = time.perf_counter() - start
+            elif len(body) <= _INLINE_PREPARE_BYTES and b"image" not in body:  # images: fetched off the loop
                 prepared = self._prepare(protocol, body, record)
             else:
                 prepared = await anyio.to_thread.run_sync(self._prepare, protocol, body, record)
@@ -241,6 +272,15 @@ class Gateway:
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
+            if turn is not None:
+                stored_turn = turn
+
+                async def commit(response: str) -> None:
+                    start = time.perf_counter()
+                    await self.stored.commit(stored_turn, response)
+                    record.commit_seconds = time.perf_counter() - start
+
+                exchange.on_complete = commit
             await exchange.run()
         except GatewayError as error:
             record.status, record.error = error.status, record.error or error.kind
@@ -258,33 +298,55 @@ class Gateway:
         depth = self.settings.max_json_depth
         if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
             raise GatewayError("invalid_request", f"Request JSON nests deeper than {depth} levels")
+        prepared = self._mapped(lambda: self.frontend.prepare(protocol, body))
+        if record is not None:
+            record.prepare_seconds = time.perf_counter() - start
+        return prepared
+
+    def _mapped(self, prepare: Callable[[], T]) -> T:
+        """``prepare()``, its failures as the errors clients get."""
         try:
-            prepared = self.frontend.prepare(protocol, body)
+            return prepare()
         except (ValueError, ConversionError) as error:
             raise GatewayError("invalid_request", str(error)) from None
         except ImageError as error:  # a V4.1 image could not be fetched or preprocessed
             raise GatewayError("invalid_request" if error.status_code == 400 else "internal", str(error)) from None
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
-        if record is not None:
-            record.prepare_seconds = time.perf_counter() - start
-        return prepared
+
+    async def _stored_route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stored responses and conversations (``stored.py``), in OpenAI's error shape."""
+        try:
+            if not self._authorized(scope):
+                raise _unauthorized()
+            await self.stored.serve(scope, receive, send, self._owner(scope), lambda: self._read_body(scope, receive))
+        except GatewayError as error:
+            await self._fail(send, None, error)
+        except ClientGone:
+            pass
 
     # -- pieces -----------------------------------------------------------------------------
 
     def _authorized(self, scope: Scope) -> bool:
-        if not self._keys:
-            return True
+        return not self._keys or self._key(scope) is not None
+
+    def _key(self, scope: Scope) -> bytes | None:
+        """The configured key the request carries, if any."""
         supplied = header(scope, b"x-api-key")
         authorization = header(scope, b"authorization")
         if authorization is not None and authorization[:7].lower() == b"bearer ":
             supplied = authorization[7:].strip()
         if supplied is None:
-            return False
-        matched = False
+            return None
+        matched: bytes | None = None
         for key in self._keys:  # every key compared, in constant time each
-            matched |= hmac.compare_digest(key, supplied)
+            if hmac.compare_digest(key, supplied):
+                matched = key
         return matched
+
+    def _owner(self, scope: Scope) -> str:
+        """Who owns what this request stores: its API key (one shared owner without keys)."""
+        return owner_of(self._key(scope) if self._keys else None)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
@@ -341,6 +403,7 @@ class Gateway:
                 "cached_tokens": record.cached_tokens,
                 "completion_tokens": record.completion_tokens,
                 "prepare_ms": None if record.prepare_seconds is None else round(record.prepare_seconds * 1e3, 3),
+                "commit_ms": None if record.commit_seconds is None else round(record.commit_seconds * 1e3, 3),
                 "ttft_ms": None if record.ttft is None else round(record.ttft * 1e3, 3),
                 "duration_ms": round(elapsed * 1e3, 3),
             }
@@ -357,7 +420,7 @@ def _unauthorized() -> GatewayError:
 def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
     tokenizer = Tokenizer.from_file(settings.tokenizer) if settings.tokenizer else None
-    options = ConversionOptions(default_thinking_mode=settings.default_thinking)
+    options = ConversionOptions(default_thinking_mode=settings.default_thinking, max_choices=settings.max_choices)
     fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
     resolver = ImageResolver(fetcher, OpenCvImagePreprocessor())
     return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)
