@@ -271,3 +271,65 @@ def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
                 check_stream(protocol, raw.rsplit(b"event: error", 1)[0])
     finally:
         server.kill()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_several_choices_from_vllm(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, stream: bool
+) -> None:
+    """``n`` samples from vLLM, each its own choice (every sample of the prompt writes the script)."""
+    body = body_for("chat", f"Two answers {stream}.", max_tokens=64)
+    script_reply(scripts, frontend, "chat", body, "Same thought.</think>Same answer.")  # n leaves the prompt alone
+    body["n"] = 2
+    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    response = httpx.post(gateway.url + PATHS["chat"], json={**body, **extra}, timeout=300)
+    assert response.status_code == 200, response.text
+    if stream:
+        events = check_stream("chat", response.content)
+        content = {
+            i: "".join(c["delta"].get("content") or "" for e in events for c in e["choices"] if c["index"] == i)
+            for i in (0, 1)
+        }
+        usage = events[-1]["usage"]
+    else:
+        whole = check_response("chat", response.content)
+        content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
+        usage = whole["usage"]
+    assert content == {0: "Same answer.", 1: "Same answer."}
+    assert usage["completion_tokens"] >= 2 * len(frontend.tokenizer.encode("Same thought.</think>Same answer."))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_log_probabilities_from_vllm(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, stream: bool
+) -> None:
+    """vLLM's log probabilities (as token ids) come back in Chat's and Responses' shapes: one entry
+    per content token, with the asked-for alternatives. (vLLM reports the model's own
+    distribution, before logits processors: the scripted token is not made sure there.)"""
+    answer = "Forty two."
+    for protocol, extra in (("chat", {"logprobs": True, "top_logprobs": 2}), ("responses", {"top_logprobs": 2})):
+        body = body_for(protocol, f"Log probabilities {protocol} {stream}.", **extra)
+        script_reply(scripts, frontend, protocol, body, f"Think.</think>{answer}")
+        response = httpx.post(gateway.url + PATHS[protocol], json={**body, "stream": stream}, timeout=300)
+        assert response.status_code == 200, response.text
+        if protocol == "chat":
+            if stream:
+                entries = [
+                    entry
+                    for event in check_stream("chat", response.content)
+                    for choice in event["choices"]
+                    for entry in ((choice.get("logprobs") or {}).get("content") or [])
+                ]
+            else:
+                entries = check_response("chat", response.content)["choices"][0]["logprobs"]["content"]
+        elif stream:
+            events = check_stream("responses", response.content)
+            entries = [lp for e in events if e["type"] == "response.output_text.delta" for lp in e["logprobs"]]
+        else:
+            output = check_response("responses", response.content)["output"]
+            entries = [lp for i in output if i["type"] == "message" for p in i["content"] for lp in p["logprobs"]]
+        assert "".join(entry["token"] for entry in entries) == answer
+        for entry in entries:
+            assert entry["logprob"] <= 0
+            assert len(entry["top_logprobs"]) == 2
+            assert all(alternative["logprob"] <= 0 for alternative in entry["top_logprobs"])
