@@ -307,7 +307,11 @@ def test_log_probabilities_from_vllm(
     per content token, with the asked-for alternatives. (vLLM reports the model's own
     distribution, before logits processors: the scripted token is not made sure there.)"""
     answer = "Forty two."
-    for protocol, extra in (("chat", {"logprobs": True, "top_logprobs": 2}), ("responses", {"top_logprobs": 2})):
+    asks: list[tuple[Protocol, dict[str, Any]]] = [
+        ("chat", {"logprobs": True, "top_logprobs": 2}),
+        ("responses", {"top_logprobs": 2}),
+    ]
+    for protocol, extra in asks:
         body = body_for(protocol, f"Log probabilities {protocol} {stream}.", **extra)
         script_reply(scripts, frontend, protocol, body, f"Think.</think>{answer}")
         response = httpx.post(gateway.url + PATHS[protocol], json={**body, "stream": stream}, timeout=300)
