@@ -40,6 +40,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     ),
     ("stream", "Streaming: `bash bench/run.sh --stream` (`bench/stream_bench.py`)", ["1", "2", "3"]),
     ("gateway", "Gateway: `python3 bench/gateway_bench.py`", ["small", "agent"]),
+    ("stored", "Stored responses: `python3 bench/stored_bench.py`", ["turn", "storage"]),
     ("route_sim", "Routing simulator: `python bench/route_sim.py`", ["table"]),
     ("batch", "Batch preprocessing on Ray Data: `python bench/batch_bench.py`", ["table"]),
     ("image", "Image preprocessing (`bench/image_bench.py`; written by hand, no record)", ["table"]),
@@ -65,6 +66,13 @@ TARGETS: list[tuple[str, str, str, str]] = [
         "gateway",
         "agent",
         "a new turn of a ~300k-token agent conversation: the gateway adds at most 3x encoding its new text alone",
+    ),
+    (
+        "stored_turn",
+        "stored",
+        "turn",
+        "a new turn of a ~300k-token conversation continued with previous_response_id: the gateway adds at "
+        "most 3x encoding its new text alone, storage included (SQLite and PostgreSQL)",
     ),
     ("ttfb", "gateway", "small", "small requests: the gateway adds under 1 ms to TTFB p50"),
     ("vs_litellm", "gateway", "small", "small requests: the gateway's throughput at least LiteLLM's"),

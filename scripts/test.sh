@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Install what the tests need, run the lints, then every test: Rust (cargo nextest, or cargo test
+# Install what the tests need (Debian's chromium and postgresql among them), run the lints, then
+# every test: Rust (cargo nextest, or cargo test
 # where nextest is not installed), the page's JavaScript
-# (node --test) and Python (pytest against the wheel installed into a clean virtualenv, not
-# against the checkout; the page's browser tests run in Debian's headless Chromium).
+# (node --test), Python (pytest against the wheel installed into a clean virtualenv, not
+# against the checkout; the page's browser tests run in Debian's headless Chromium), and the
+# engine tests against a real vLLM for CPU (scripts/vllm/test.sh).
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-echo "== system packages for the page's tests: node, chromium, a font with the template's ｜"
+echo "== system packages: node, chromium, a font with the template's ｜ (the page's tests); PostgreSQL (the store's)"
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
 fc-list ':charset=ff5c' 2>/dev/null | grep -q . || missing+=(fonts-droid-fallback)
+# The tests start their own PostgreSQL server from the package's initdb and pg_ctl.
+command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if ((${#missing[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)
@@ -64,3 +68,10 @@ echo "== type check (mypy strict: package and tests)"
 
 echo "== python tests (screenshots of the page: tests/artifacts/screenshots/)"
 DEEPSEEK_RECIPE_TEST_INSTALLED=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+
+echo "== engine tests: the vLLM plugin and the gateway against a real vLLM (CPU)"
+# The vLLM environment is cached outside the checkout (scripts/vllm/env.sh); the first run
+# installs it (a few minutes). DEEPSEEK_RECIPE_SKIP_ENGINE_TESTS=1 leaves this step out locally.
+if [ "${DEEPSEEK_RECIPE_SKIP_ENGINE_TESTS:-0}" != 1 ]; then
+    bash scripts/vllm/test.sh "$wheel"
+fi

@@ -1,14 +1,25 @@
-"""Shared fixtures: the default DeepSeek V4 tokenizer, loaded once."""
+"""Shared fixtures: the default DeepSeek V4 tokenizer, loaded once. Every gateway the tests
+start (in this process or as a subprocess) keeps its SQLite store in a temporary directory,
+never in the user's real default one."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import deepseek_recipe as dr
+
+_STORE_HOME = tempfile.mkdtemp(prefix="deepseek-recipe-test-data-")
+os.environ["XDG_DATA_HOME"] = _STORE_HOME
+os.environ["DEEPSEEK_RECIPE_STORE_DIR"] = os.path.join(_STORE_HOME, "deepseek-recipe")
+atexit.register(shutil.rmtree, _STORE_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

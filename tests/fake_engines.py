@@ -1,6 +1,8 @@
 """Small real HTTP engines for the backend tests: they speak vLLM's ``/v1/completions`` (token ids
 in, token ids or text out) and SGLang's ``/generate``, record what they were sent, stream a
-scripted output, and misbehave on request (stall, die, send garbage, never finish)."""
+scripted output (as several samples when asked for ``n``, with log probabilities when asked
+for them, in each API's shape), and misbehave on request (stall, die, send garbage, never
+finish)."""
 
 from __future__ import annotations
 
@@ -110,7 +112,9 @@ class FakeEngine:
             await gone.wait()
             return
         chunks = list(self.script)
-        sent: list[int] = []
+        samples = int(request.get("n") or (request.get("sampling_params") or {}).get("n") or 1)
+        sent_by: list[list[int]] = [[] for _ in range(samples)]
+        sent = sent_by[0]
         index = 0
         while self.behaviour == "endless" or index < len(chunks):
             ids = chunks[index % len(chunks)] if chunks else [100]
@@ -119,11 +123,19 @@ class FakeEngine:
                 await anyio.sleep(self.interval)
             if gone.is_set():
                 return
-            sent += ids
             last = index == len(chunks) and self.behaviour not in ("endless", "no_finish")
             if self.behaviour == "die" and index == 2:
                 raise RuntimeError("the engine died")  # uvicorn drops the connection
-            await event(self._chunk(request, prompt, ids, sent, last))
+            for sample, sample_sent in enumerate(sent_by):  # several samples interleave
+                sample_sent += ids
+                chunk = self._chunk(request, prompt, ids, sample_sent, last)
+                if samples > 1:
+                    if self.kind == "sglang":
+                        chunk["index"] = sample
+                    else:
+                        chunk["choices"][0]["index"] = sample
+                await event(chunk)
+        sent = [i for sample_sent in sent_by for i in sample_sent]
         if self.behaviour == "no_finish":
             await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
             return
@@ -155,11 +167,23 @@ class FakeEngine:
                 "cached_tokens": self.cached_tokens,
                 "finish_reason": {"type": self.finish, "matched": 1} if last else None,
             }
+            if request.get("return_logprob"):
+                top = int(request.get("top_logprobs_num") or 0)
+                meta["output_token_logprobs"] = [[_logprob(i), i, None] for i in sent]
+                meta["output_top_logprobs"] = [[[_logprob(i + k), i + k, None] for k in range(top)] for i in sent]
             return {"text": self._decode(sent), "output_ids": list(sent), "meta_info": meta}
+        logprobs = None
+        if request.get("logprobs") is not None:
+            top = int(request["logprobs"])
+            logprobs = {
+                "tokens": [f"token_id:{i}" for i in ids],
+                "token_logprobs": [_logprob(i) for i in ids],
+                "top_logprobs": [{f"token_id:{i + k}": _logprob(i + k) for k in range(top)} for i in ids],
+            }
         choice: dict[str, Any] = {
             "index": 0,
             "text": text,
-            "logprobs": None,
+            "logprobs": logprobs,
             "finish_reason": self.finish if last else None,
         }
         if self.token_ids and request.get("return_token_ids"):
@@ -171,3 +195,8 @@ class FakeEngine:
             "model": request["model"],
             "choices": [choice],
         }
+
+
+def _logprob(token: int) -> float:
+    """A made-up log probability of ``token`` (the same every time)."""
+    return -((token % 7) + 1) / 8

@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -17,7 +17,25 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+import deepseek_recipe as dr
+from deepseek_recipe.backends import BackendChunk, GenerationRequest
+from deepseek_recipe.backends.demo import DemoEngine
+
 T = TypeVar("T")
+
+
+class RecordingDemo(DemoEngine):
+    """The demo engine, keeping the prompt ids of every request it gets."""
+
+    def __init__(self, tokenizer: dr.Tokenizer) -> None:
+        super().__init__(tokenizer)
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        self.prompts.append(list(request.prompt_ids))
+        async for chunk in super().generate(request):
+            yield chunk
+
 
 _EVENTS: dict[str, TypeAdapter[Any]] = {
     "chat": TypeAdapter(ChatCompletionChunk),

@@ -7,7 +7,7 @@ the prompt ids the engine received are checked against the library's own encodin
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -16,11 +16,9 @@ import openai
 import pytest
 
 import deepseek_recipe as dr
-from deepseek_recipe.backends import BackendChunk, GenerationRequest
-from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
-from tests.gateway_support import ServerThread, check_response, check_stream, serving
+from tests.gateway_support import RecordingDemo, ServerThread, check_response, check_stream, serving
 
 MODEL = "DeepSeek-V4-Pro"
 WEATHER = {
@@ -28,19 +26,6 @@ WEATHER = {
     "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
     "required": ["city"],
 }
-
-
-class RecordingDemo(DemoEngine):
-    """The demo engine, keeping the prompt ids of every request it gets."""
-
-    def __init__(self, tokenizer: dr.Tokenizer) -> None:
-        super().__init__(tokenizer)
-        self.prompts: list[list[int]] = []
-
-    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
-        self.prompts.append(list(request.prompt_ids))
-        async for chunk in super().generate(request):
-            yield chunk
 
 
 @pytest.fixture(scope="session")

@@ -433,6 +433,13 @@ class DeepseekV4Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    def encode_continuing(
+        self, conversation: Conversation, previous: EncodedPrompt | None = None, stored_ids: bytes | None = None
+    ) -> EncodedPrompt:
+        """Ours: render and encode ``conversation`` as the next turn of ``previous``'s (blocks
+        both render alike copied, ids reused up to the last shared special token); without
+        ``previous``, ``stored_ids`` (little-endian ``u32``s) are the base. Ids equal
+        ``encode_ids``'s."""
     @property
     def model_version(self) -> ModelVersion:
         """Ours: the model version whose prompt format this is."""
@@ -449,6 +456,13 @@ class DeepseekV41Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    def encode_continuing(
+        self, conversation: Conversation, previous: EncodedPrompt | None = None, stored_ids: bytes | None = None
+    ) -> EncodedPrompt:
+        """Ours: render and encode ``conversation`` as the next turn of ``previous``'s (blocks
+        both render alike copied, ids reused up to the last shared special token); without
+        ``previous``, ``stored_ids`` (little-endian ``u32``s) are the base. Ids equal
+        ``encode_ids``'s."""
     @property
     def model_version(self) -> ModelVersion:
         """Ours: the model version whose prompt format this is."""
@@ -472,6 +486,58 @@ class TokenIds:
         """One chained 64-bit hash per full block of ``block_size`` ids, on the ids as held."""
     def prefix_hash(self, length: int, block_size: int = 128) -> int:
         """The chained hash of the first ``length`` ids (the last block may be partial)."""
+    def to_bytes(self, start: int = 0) -> bytes:
+        """The ids from ``start`` on as little-endian ``u32``s, for storage."""
+    @staticmethod
+    def from_bytes(data: bytes) -> TokenIds:
+        """Ids stored by ``to_bytes`` (``ValueError`` for a length not a multiple of 4)."""
+    def common_prefix(self, other: TokenIds) -> int:
+        """How many leading ids this and ``other`` share."""
+
+@final
+class EncodedPrompt:
+    """Ours: one turn's prompt, rendered and encoded, kept so the next turn of the same
+    conversation renders and encodes only what it adds (``encode_continuing``)."""
+
+    @property
+    def ids(self) -> TokenIds: ...
+    @property
+    def prompt_bytes(self) -> int: ...
+    @property
+    def reused_bytes(self) -> int:
+        """Leading bytes of the prompt copied from the turn it continued."""
+    @property
+    def approx_bytes(self) -> int:
+        """Roughly the bytes held, for caches."""
+
+@final
+class ResponsesHistory:
+    """Ours: every item of a stored Responses conversation and the conversion state after them,
+    so a request continuing it converts only its own items. Immutable."""
+
+    def __new__(cls) -> Self: ...
+    @staticmethod
+    def from_json(items: bytes | str) -> ResponsesHistory:
+        """A history of a JSON array of items (``ValueError`` for one of the wrong shape)."""
+    def extend(self, items: bytes | str) -> ResponsesHistory:
+        """This history with ``items`` (a JSON array) after its own."""
+    @property
+    def approx_bytes(self) -> int: ...
+    def __len__(self) -> int: ...
+
+@final
+class ResponsesStateFields:
+    """Ours: what a stateful server reads from a Responses request (the reference ignores it)."""
+
+    @property
+    def store(self) -> bool | None: ...
+    @property
+    def previous_response_id(self) -> str | None: ...
+    @property
+    def conversation(self) -> str | None: ...
+    @property
+    def metadata(self) -> str | None:
+        """``metadata`` as JSON text."""
 
 @final
 class WebSearchBehavior:
@@ -517,6 +583,7 @@ class ConversionOptions:
         non_thinking_max_tokens_upper_bound: int = 393216,
         special_tokens: SpecialTokens | None = None,
         model_versions_by_name: dict[str, ModelVersion] | None = None,
+        max_choices: int = 1,
     ) -> Self: ...
     def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]: ...
     @property
@@ -535,6 +602,11 @@ class ConversionOptions:
     def messages_web_search(self) -> WebSearchBehavior: ...
     @property
     def special_tokens(self) -> SpecialTokens: ...
+    @property
+    def max_choices(self) -> int:
+        """Ours: the most choices a Chat request may ask for (``n``); 1 refuses any other ``n``."""
+    def with_max_choices(self, max_choices: int) -> ConversionOptions:
+        """Ours: a copy allowing Chat requests up to ``max_choices`` choices."""
     def with_default_thinking_mode(self, default_thinking_mode: bool) -> ConversionOptions: ...
     def with_reasoning_content_behavior(
         self, reasoning_content_behavior: ReasoningContentBehavior
@@ -578,6 +650,9 @@ class InferenceOptions:
     def seed(self) -> int | None: ...
     @property
     def output_constraint(self) -> OutputConstraint | None: ...
+    @property
+    def n(self) -> int:
+        """Ours: how many choices to sample (Chat's ``n``)."""
 
 @final
 class ThinkingInitialStage:
@@ -649,6 +724,10 @@ class ChatCompletionRequest:
 class ChatCompletionChunkGenerator:
     """A Chat Completions chunk generator; consumed by a ``StreamProcessor``."""
 
+    def with_choice(self, index: int) -> ChatCompletionChunkGenerator:
+        """Ours: consume this generator; it makes choice ``index`` of several (``n``), its usage
+        held for ``ChatCompletionResponse.usage_chunk_json``."""
+
 @final
 class ChatCompletionChunk:
     """One ``chat.completion.chunk``; consumed by ``ChatCompletionResponse.accumulate``."""
@@ -663,6 +742,8 @@ class ChatCompletionResponse:
     def accumulate(self, chunk: ChatCompletionChunk) -> None:
         """Apply ``chunk``; it is consumed (using it again raises ``ConsumedError``)."""
     def to_json(self) -> str: ...
+    def usage_chunk_json(self) -> str | None:
+        """Ours: the chunk ending a stream of several choices (no choices, their usage added)."""
     @staticmethod
     def sse_event_name(chunk: ChatCompletionChunk) -> None:
         """Chat chunks are unnamed SSE ``data:`` events."""
@@ -774,6 +855,14 @@ class ResponsesRequest:
     def namespace_tool_map(self, options: ConversionOptions) -> dict[str, tuple[str, str]]:
         """Flattened namespaced function names mapped to ``(namespace, local name)``. Raises
         ``ConversionError`` for an invalid tool declaration, ``ConsumedError`` after ``convert``."""
+    def state_fields(self) -> ResponsesStateFields:
+        """Ours: ``store``, ``previous_response_id``, ``conversation`` and ``metadata``, checked
+        (``ConversionError`` for a wrong type or both of the two ids)."""
+    def convert_continuing(
+        self, options: ConversionOptions, history: ResponsesHistory
+    ) -> tuple[ConversationRequest, ResponsesHistory]:
+        """Ours: ``convert`` with ``history``'s items before the request's own; also the history
+        after the request's input items. Consumes the request."""
 
 @final
 class ResponsesChunkGenerator:
@@ -783,6 +872,14 @@ class ResponsesChunkGenerator:
         """Consume this generator; parsed names found in the map become ``name`` + ``namespace``."""
     def with_echo(self, echo: ResponsesEcho) -> ResponsesChunkGenerator:
         """Consume this generator; response objects report ``echo`` instead."""
+    def with_state(
+        self,
+        store: bool,
+        previous_response_id: str | None = None,
+        conversation: str | None = None,
+        metadata: str | None = None,
+    ) -> ResponsesChunkGenerator:
+        """Ours: consume this generator; response objects report this storage state."""
 
 @final
 class ResponsesEcho:

@@ -30,6 +30,7 @@ import orjson
 from deepseek_recipe._native import (
     AssistantMessage,
     ChatCompletionChunk,
+    ChatCompletionChunkGenerator,
     ChatCompletionRequest,
     ChatCompletionResponse,
     Conversation,
@@ -37,6 +38,7 @@ from deepseek_recipe._native import (
     ConversionOptions,
     DeepseekV4Encoding,
     DeepseekV41Encoding,
+    EncodedPrompt,
     ImageQuota,
     ImageResolver,
     ImageSource,
@@ -53,6 +55,7 @@ from deepseek_recipe._native import (
     PromptUsage,
     ReqwestImageFetcher,
     ResponsesChunkGenerator,
+    ResponsesHistory,
     ResponsesRequest,
     ResponsesResponse,
     ResponsesStreamEvent,
@@ -134,6 +137,8 @@ class Sampling:
     seed: int | None
     logprobs: bool
     top_logprobs: int | None
+    #: How many choices to sample (Chat's ``n``; 1 unless the options allow more).
+    n: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,6 +153,8 @@ class EncodedRequest:
     request: ConversationRequest
     prompt_ids: TokenIds
     _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    #: A stored Responses turn's ``(store, previous_response_id, conversation, metadata)``.
+    stored_state: tuple[bool, str | None, str | None, str | None] | None = None
 
     @property
     def image_sources(self) -> list[ImageSource]:
@@ -177,6 +184,9 @@ class PreparedRequest:
     stop_token_ids: list[int]
     frontend: Frontend = field(repr=False)
     _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    #: A stored Responses turn: what response objects report about storage (``store``, the
+    #: response continued, the conversation, ``metadata`` as JSON), for ``with_state``.
+    stored_state: tuple[bool, str | None, str | None, str | None] | None = field(default=None, repr=False)
     #: V4.1: the request's images, preprocessed, in placeholder order (``None`` without images).
     images: MultiModalData | None = field(default=None, repr=False)
     #: Engine input tokens the images take beyond their one placeholder each (already counted
@@ -218,19 +228,40 @@ class Decoder:
         if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
             tool_map, echo = prepared._responses_wiring
             generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
-        self._processor = StreamProcessor(generator, prepared.request.parsing_options, prepared.frontend.tokenizer)
-        # The engine is not trusted: output past max_tokens ends the stream with `length`, an id
+            if prepared.stored_state is not None:
+                generator = generator.with_state(*prepared.stored_state)
+        options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
+        generators: list[Any] = [generator]
+        if prepared.sampling.n > 1 and isinstance(generator, ChatCompletionChunkGenerator):
+            # One processor per choice, each naming its choice; their events are also
+            # accumulated, for the usage of them all.
+            more = (
+                ChatCompletionRequest.chunk_generator(prepared.request, response_id, prepared.model)
+                for _ in range(1, prepared.sampling.n)
+            )
+            generators = [g.with_choice(i) for i, g in enumerate([generator, *more])]
+        self._choices = [StreamProcessor(g, options, tokenizer) for g in generators]
+        # The engine is not trusted: output past max_tokens ends a choice with `length`, an id
         # outside the vocabulary fails it, reasoning tokens are counted from the engine's ids.
-        self._processor.check_engine(max_tokens=prepared.sampling.max_tokens)
+        for processor in self._choices:
+            processor.check_engine(max_tokens=prepared.sampling.max_tokens)
+        self._processor = self._choices[0]
+        self._streamed_usage = prepared.stream and len(self._choices) > 1
         self._response: ChatCompletionResponse | ResponsesResponse | MessagesResponse | None = None
         self._events_sent = 0
+        #: Responses, streamed: the last response object an event carried (the one to store).
+        self.final_response: str | None = None
         self.prompt_tokens = 0
         self.cached_tokens = 0
 
     @property
     def finished(self) -> bool:
-        """The output is complete (finish, stop sequence or :meth:`finish`)."""
-        return self._processor.finished
+        """The output is complete (finish, stop sequence or :meth:`finish`; every choice)."""
+        return all(processor.finished for processor in self._choices)
+
+    def choice_finished(self, choice: int) -> bool:
+        """Choice ``choice``'s output is complete (an unknown choice counts as complete)."""
+        return choice >= len(self._choices) or self._choices[choice].finished
 
     @property
     def events_sent(self) -> int:
@@ -246,39 +277,50 @@ class Decoder:
         self._response = _RESPONSES[self.protocol](
             self.response_id, self._model, self.created, prompt_tokens, cached_tokens
         )
-        return self._processor.push(InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint))
+        ready = InferenceChunk.ready(prompt_usage=usage, system_fingerprint=system_fingerprint)
+        return [event for processor in self._choices for event in processor.push(ready)]
 
     def update_usage(self, *, prompt_tokens: int, cached_tokens: int) -> None:
         """Prompt usage the engine reported late (after its output began): the final usage says
         this; events already produced keep what :meth:`start` said."""
         self.prompt_tokens, self.cached_tokens = prompt_tokens, cached_tokens
         usage = PromptUsage(prompt_tokens=prompt_tokens, prompt_cache_hit_tokens=cached_tokens)
-        self._processor.update_prompt_usage(usage)
+        for processor in self._choices:
+            processor.update_prompt_usage(usage)
 
-    def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None) -> list[Event]:
-        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given).
+    def push_tokens(self, token_ids: Sequence[int], logprobs: Logprobs | None = None, choice: int = 0) -> list[Event]:
+        """Output token ids (with one ``(logprob, [(id, logprob), …])`` per id if given) of
+        choice ``choice`` (Chat with ``n``; 0 otherwise).
 
-        Output past the request's ``max_tokens`` is cut there and finishes the stream with
+        Output past the request's ``max_tokens`` is cut there and finishes the choice with
         ``length``; an id outside the vocabulary raises ``StreamError`` (kind
         ``unknown_token_id``) and closes the decoder."""
-        return self._processor.push(InferenceChunk.tokens(token_ids, logprobs))
-
-    def push_text(self, text: str, token_count: int) -> list[Event]:
-        """Output text, produced by ``token_count`` tokens."""
-        return self._processor.push(InferenceChunk.text(text, token_count))
-
-    def finish(self, reason: FinishReason | None = "stop") -> list[Event]:
-        """The engine stopped (``None``: the output ended without a reason). Idempotent."""
-        if self._processor.finished:
+        if self.choice_finished(choice):
             return []
-        if reason is None:
-            return self._processor.finish()
-        events = self._processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
-        return events + self._processor.finish()
+        return self._choices[choice].push(InferenceChunk.tokens(token_ids, logprobs))
+
+    def push_text(self, text: str, token_count: int, choice: int = 0) -> list[Event]:
+        """Output text, produced by ``token_count`` tokens, of choice ``choice``."""
+        if self.choice_finished(choice):
+            return []
+        return self._choices[choice].push(InferenceChunk.text(text, token_count))
+
+    def finish(self, reason: FinishReason | None = "stop", choice: int | None = None) -> list[Event]:
+        """The engine stopped (``None``: the output ended without a reason): choice ``choice``,
+        or every choice not finished yet. Idempotent."""
+        events: list[Event] = []
+        for index, processor in enumerate(self._choices):
+            if processor.finished or (choice is not None and index != choice):
+                continue
+            if reason is not None:
+                events += processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
+            events += processor.finish()
+        return events
 
     def close(self) -> None:
         """Release the decoder without completing the output."""
-        self._processor.close()
+        for processor in self._choices:
+            processor.close()
 
     def held_back(self) -> list[tuple[HeldKind, str, int | None]]:
         """What ending the output now would flush, the decoder left as it is: ``(kind, text,
@@ -294,7 +336,10 @@ class Decoder:
             return b""
         self._events_sent += len(events)
         if self.protocol == "chat":
-            return b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+            chunks = b"".join(b"data: " + e.to_json().encode() + b"\n\n" for e in events)
+            if self._streamed_usage:
+                self.accumulate(events)  # several choices: the usage chunk adds theirs up
+            return chunks
         name_of = _RESPONSES[self.protocol].sse_event_name
         parts = []
         for event in events:
@@ -302,13 +347,19 @@ class Decoder:
             data = event.to_json()
             if name in _RESPONSES_WITH_USAGE:
                 data = _with_cache_write_tokens(data)
+                self.final_response = data
             parts.append(f"event: {name}\ndata: {data}\n\n".encode())
         return b"".join(parts)
 
     def sse_done(self) -> bytes:
-        """The protocol's terminal message: ``data: [DONE]`` for Chat, nothing for the others."""
+        """The protocol's terminal message: ``data: [DONE]`` for Chat (after the usage of every
+        choice, for several with ``include_usage``), nothing for the others."""
         done = _RESPONSES[self.protocol].sse_done_data()
-        return b"" if done is None else b"data: " + done.encode() + b"\n\n"
+        usage = b""
+        if self._streamed_usage and isinstance(self._response, ChatCompletionResponse):
+            chunk = self._response.usage_chunk_json()
+            usage = b"" if chunk is None else b"data: " + chunk.encode() + b"\n\n"
+        return usage if done is None else usage + b"data: " + done.encode() + b"\n\n"
 
     # -- non-streaming ----------------------------------------------------------------------
 
@@ -441,6 +492,46 @@ class Frontend:
         ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
         return EncodedRequest(protocol, model, converted, ids, wiring)
 
+    def prepare_continuing(
+        self,
+        request: ResponsesRequest,
+        history: ResponsesHistory,
+        *,
+        previous: EncodedPrompt | None = None,
+        stored_ids: bytes | None = None,
+        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
+    ) -> tuple[PreparedRequest, ResponsesHistory, EncodedPrompt]:
+        """:meth:`prepare` for a Responses request that continues a stored conversation: its
+        items come after ``history``'s (with its own ``instructions``), only its own items are
+        converted, and the prompt is rendered and encoded from the ``previous`` turn's (or,
+        without it, the ids are reused from ``stored_ids``, the previous prompt's ids read
+        back from storage). The prompt ids equal :meth:`prepare`'s for the same conversation
+        sent whole. Also returns the history after the request's input items and the encoded
+        prompt (the next turn's ``previous``). Consumes ``request``; raises as :meth:`prepare`.
+        It is :meth:`encode_continuing`, :meth:`resolve_images` and :meth:`assemble` in turn.
+        """
+        encoded, after, prompt = self.encode_continuing(
+            request, history, previous=previous, stored_ids=stored_ids, stored_state=stored_state
+        )
+        return self.assemble(encoded, self.resolve_images(encoded)), after, prompt
+
+    def encode_continuing(
+        self,
+        request: ResponsesRequest,
+        history: ResponsesHistory,
+        *,
+        previous: EncodedPrompt | None = None,
+        stored_ids: bytes | None = None,
+        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
+    ) -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
+        """:meth:`prepare_continuing` without its images resolved: no I/O, as
+        :meth:`encode_request`."""
+        model = request.model
+        wiring = (request.namespace_tool_map(self.options), request.echo())
+        converted, after = request.convert_continuing(self.options, history)
+        encoded = self.encoding(converted.model_version).encode_continuing(converted.conversation, previous, stored_ids)
+        return EncodedRequest("responses", model, converted, encoded.ids, wiring, stored_state), after, encoded
+
     def resolve_images(self, encoded: EncodedRequest) -> MultiModalData | None:
         """Fetch and preprocess the request's images (``None`` without any; ``ImageError`` when
         one fails). Blocking network I/O: call it off an event loop. Which model versions take
@@ -465,6 +556,7 @@ class Frontend:
             seed=options.seed,
             logprobs=options.logprobs,
             top_logprobs=options.top_logprobs,
+            n=options.n,
         )
         return PreparedRequest(
             protocol=encoded.protocol,
@@ -478,6 +570,7 @@ class Frontend:
             stop_token_ids=self.stop_token_ids,
             frontend=self,
             _responses_wiring=encoded._responses_wiring,
+            stored_state=encoded.stored_state,
             images=images,
             image_tokens=image_tokens,
         )

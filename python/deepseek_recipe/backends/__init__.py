@@ -125,6 +125,8 @@ class BackendChunk:
     finish_reason: FinishReason | None = None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    #: The choice this output belongs to (a request sampling several: ``sampling.n``).
+    index: int = 0
 
 
 class Backend(ABC):

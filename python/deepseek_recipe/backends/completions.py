@@ -61,6 +61,8 @@ class CompletionsBackend(HttpBackend):
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
         }
+        if sampling.n > 1:
+            body["n"] = sampling.n
         if self.token_ids:
             body["return_token_ids"] = True
         if request.stop_token_ids:
@@ -83,13 +85,15 @@ class CompletionsBackend(HttpBackend):
         stop_ids = set(request.stop_token_ids)
         top = request.sampling.top_logprobs or 0
         last = BackendChunk()
+        finishes: dict[int, FinishReason] = {}  # by choice
         async for event in self._events(request):
             if event is None:
                 yield BackendChunk()
                 continue
             for choice in event.get("choices") or ():
                 chunk = _choice_chunk(choice, stop_ids, top)
-                last.finish_reason = chunk.finish_reason or last.finish_reason
+                if chunk.finish_reason is not None:
+                    finishes[chunk.index] = chunk.finish_reason
                 chunk.finish_reason = None
                 if chunk.token_ids or chunk.text:
                     yield chunk
@@ -98,16 +102,19 @@ class CompletionsBackend(HttpBackend):
                 details = usage.get("prompt_tokens_details")
                 last.prompt_tokens = _int(usage.get("prompt_tokens"))
                 last.cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        # The finish waits for the end of the stream (the usage comes after it), and reading to
-        # the end keeps the connection for the next request.
-        if last.finish_reason is not None:
+        # The finishes wait for the end of the stream (the usage comes after them), and reading
+        # to the end keeps the connection for the next request.
+        for index, reason in sorted(finishes.items()):
+            last.finish_reason, last.index = reason, index
             yield last
+            last = BackendChunk(prompt_tokens=last.prompt_tokens, cached_tokens=last.cached_tokens)
 
 
 def _choice_chunk(choice: Any, stop_ids: set[int], top: int) -> BackendChunk:
     """One streamed choice as a chunk: its new ids (or text), logprobs and finish reason."""
     if not isinstance(choice, dict):
         raise BackendError("protocol", "the engine sent a choice that is not an object", accepted=True)
+    index = _int(choice.get("index")) or 0
     reason = choice.get("finish_reason")
     finish = None if reason is None else _FINISH.get(reason, "stop")
     if reason == "abort":
@@ -122,12 +129,12 @@ def _choice_chunk(choice: Any, stop_ids: set[int], top: int) -> BackendChunk:
             logprobs = [lp for i, lp in zip(ids, logprobs) if i not in stop_ids]
         if logprobs is not None and len(logprobs) != len(kept):
             logprobs = None
-        return BackendChunk(token_ids=kept, logprobs=logprobs, finish_reason=finish)
+        return BackendChunk(token_ids=kept, logprobs=logprobs, finish_reason=finish, index=index)
     text = choice.get("text")
     if text is not None and not isinstance(text, str):
         raise BackendError("protocol", "the engine sent text that is not a string", accepted=True)
     count = len(logprobs) if logprobs is not None else (1 if text else 0)
-    return BackendChunk(text=text or None, token_count=count, finish_reason=finish)
+    return BackendChunk(text=text or None, token_count=count, finish_reason=finish, index=index)
 
 
 def _logprobs(value: Any, top: int) -> list[tuple[float, list[tuple[int, float]]]] | None:

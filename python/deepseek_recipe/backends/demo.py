@@ -81,19 +81,22 @@ class DemoEngine(Backend):
             if len(ids) > request.sampling.max_tokens:
                 ids, finish = ids[: request.sampling.max_tokens], "length"
             alternatives = request.sampling.top_logprobs or 0
-            for index, token in enumerate(ids):
-                if self._delay:
-                    await anyio.sleep(self._delay)
-                else:
-                    await anyio.lowlevel.checkpoint()
-                logprobs = None
-                if request.sampling.logprobs:
-                    top = [(token, -0.125)] + [((token + k) % 100_000, -2.0 - k) for k in range(1, alternatives)]
-                    logprobs = [(-0.125, top[:alternatives])]
-                last = index == len(ids) - 1
-                yield BackendChunk(token_ids=[token], logprobs=logprobs, finish_reason=finish if last else None)
-            if not ids:
-                yield BackendChunk(finish_reason=finish)
+            for choice in range(max(request.sampling.n, 1)):  # several samples: the same output each
+                for index, token in enumerate(ids):
+                    if self._delay:
+                        await anyio.sleep(self._delay)
+                    else:
+                        await anyio.lowlevel.checkpoint()
+                    logprobs = None
+                    if request.sampling.logprobs:
+                        top = [(token, -0.125)] + [((token + k) % 100_000, -2.0 - k) for k in range(1, alternatives)]
+                        logprobs = [(-0.125, top[:alternatives])]
+                    last = index == len(ids) - 1
+                    yield BackendChunk(
+                        token_ids=[token], logprobs=logprobs, finish_reason=finish if last else None, index=choice
+                    )
+                if not ids:
+                    yield BackendChunk(finish_reason=finish, index=choice)
         finally:
             self._in_flight -= 1
 

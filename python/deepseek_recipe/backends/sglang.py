@@ -49,6 +49,8 @@ class SGLangBackend(HttpBackend):
             params["top_p"] = sampling.top_p
         if sampling.seed is not None:
             params["sampling_seed"] = sampling.seed
+        if sampling.n > 1:
+            params["n"] = sampling.n  # the stream then names each sample by its `index`
         constraint = request.output_constraint
         if constraint is not None and constraint.kind == "json":
             params["json_schema"] = constraint.schema or '{"type": "object"}'
@@ -70,11 +72,15 @@ class SGLangBackend(HttpBackend):
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         stop_ids = set(request.stop_token_ids)
-        seen = 0
+        samples = max(request.sampling.n, 1)
+        seen_by: dict[int, int] = {}  # ids seen so far, by sample
+        finished: set[int] = set()
         async for event in self._events(request):
             if event is None:
                 yield BackendChunk()
                 continue
+            index = _int(event.get("index")) or 0
+            seen = seen_by.get(index, 0)
             meta = event.get("meta_info")
             ids = event.get("output_ids")
             if not isinstance(meta, dict) or not isinstance(ids, list):
@@ -85,7 +91,7 @@ class SGLangBackend(HttpBackend):
             if not all(isinstance(i, int) and i >= 0 for i in new):
                 raise BackendError("protocol", "the engine sent token ids that are not ids", accepted=True)
             logprobs = _logprobs(meta, total - seen, request.sampling.top_logprobs or 0) if new else None
-            seen = total
+            seen_by[index] = total
             if stop_ids and any(i in stop_ids for i in new):
                 keep = [k for k, i in enumerate(new) if i not in stop_ids]
                 new = [new[k] for k in keep]
@@ -96,10 +102,13 @@ class SGLangBackend(HttpBackend):
                 prompt_tokens=_int(meta.get("prompt_tokens")),
                 cached_tokens=_int(meta.get("cached_tokens")),
                 finish_reason=_finish(meta.get("finish_reason")),
+                index=index,
             )
             yield chunk
             if chunk.finish_reason is not None:
-                return
+                finished.add(index)
+                if len(finished) >= samples:
+                    return
 
 
 def _finish(value: Any) -> FinishReason | None:

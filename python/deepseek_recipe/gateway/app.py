@@ -12,6 +12,8 @@ GET      ``/v1/models``                    served models (Anthropic's shape when
 GET      ``/health``                       liveness
 GET      ``/metrics``                      Prometheus text format
 GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
+…        ``/v1/responses/{id}…``,          stored responses and conversations (``stored.py``)
+         ``/v1/conversations…``
 =======  ================================  ===============================================
 
 One request: check its ``Host`` (bound to loopback) and, on a JSON route, its content type;
@@ -72,9 +74,11 @@ from deepseek_recipe.gateway.errors import GatewayError, not_json, public_messag
 from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
+from deepseek_recipe.gateway.stored import StoredResponses, owner_of
 from deepseek_recipe.gateway.webui import WebUI
 
 logger = logging.getLogger("deepseek_recipe.gateway")
+T = TypeVar("T")
 
 _GENERATE: dict[str, Protocol] = {
     "/v1/chat/completions": "chat",
@@ -141,6 +145,7 @@ class Gateway:
                 allow_headers=["*"],
                 expose_headers=["x-request-id"],
             )
+        self.stored = StoredResponses(self.settings, self.frontend)
 
     @property
     def in_flight(self) -> int:
@@ -151,8 +156,9 @@ class Gateway:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
+        path = scope.get("path", "")
         ours = scope["type"] == "http" and (
-            scope.get("path", "") in _ROUTES or (self._webui is not None and self._webui.handles(scope["path"]))
+            path in _ROUTES or self.stored.handles(path) or (self._webui is not None and self._webui.handles(path))
         )
         if ours:
             await self._ours(scope, receive, send)
@@ -167,6 +173,12 @@ class Gateway:
         protocol = route[1] if route is not None else None
         if not self._host_served(scope):
             await self._fail(send, protocol, GatewayError("invalid_request", "Invalid Host header"))
+            return
+        if route is None and self.stored.handles(scope["path"]):
+            if scope["method"] == "POST" and not json_content(scope):
+                await self._fail(send, None, not_json())
+            else:
+                await self._stored_route(scope, receive, send)
             return
         webui = self._webui
         if route is None and webui is not None:
@@ -198,29 +210,46 @@ class Gateway:
             await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
 
     async def aclose(self) -> None:
-        """Close the backend's connections."""
+        """Close the backend's connections and the store."""
         await self.backend.aclose()
+        await self.stored.close()
+
+    async def _started(self) -> None:
+        """Open the store (its schema created or migrated) as the server starts; a store that
+        cannot be opened now is opened at its first use (until then, 503s)."""
+        try:
+            await self.stored.open()
+        except Exception as error:
+            logger.warning("the response store could not be opened: %s", error)
 
     # -- lifespan ---------------------------------------------------------------------------
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.app is None:
-            while True:
+        async with anyio.create_task_group() as group:
+            if self.stored.enabled:
+                group.start_soon(self.stored.cleanup_forever)
+            if self.app is None:
+                while True:
+                    message = await receive()
+                    if message["type"] == "lifespan.startup":
+                        await self._started()
+                        await send({"type": "lifespan.startup.complete"})
+                    elif message["type"] == "lifespan.shutdown":
+                        await self.aclose()
+                        await send({"type": "lifespan.shutdown.complete"})
+                        group.cancel_scope.cancel()
+                        return
+
+            async def receive_and_close() -> Message:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
+                    await self._started()
                 elif message["type"] == "lifespan.shutdown":
                     await self.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+                return message
 
-        async def receive_and_close() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                await self.aclose()
-            return message
-
-        await self.app(scope, receive_and_close, send)
+            await self.app(scope, receive_and_close, send)
+            group.cancel_scope.cancel()
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -274,7 +303,14 @@ class Gateway:
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
             start = time.perf_counter()
-            encoded = await self._encode_async(protocol, body, receive)
+            turn = None
+            if protocol == "responses" and self.stored.enabled:
+                self._check_depth(body)
+                encoded, turn = await self.stored.prepare(
+                    self._owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
+                )
+            else:
+                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body))
             images = await self._images_async(encoded, receive)
             prepared = self._checked(self.frontend.assemble, encoded, images)
             record.prepare_seconds = time.perf_counter() - start
@@ -282,6 +318,15 @@ class Gateway:
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
+            if turn is not None:
+                stored_turn = turn
+
+                async def commit(response: str) -> None:
+                    start = time.perf_counter()
+                    await self.stored.commit(stored_turn, response)
+                    record.commit_seconds = time.perf_counter() - start
+
+                exchange.on_complete = commit
             await exchange.run()
         except GatewayError as error:
             record.status, record.error = error.status, record.error or error.kind
@@ -310,17 +355,22 @@ class Gateway:
         return prepared
 
     def _encode(self, protocol: Protocol, body: bytes) -> EncodedRequest:
+        self._check_depth(body)
+        return self._checked(self.frontend.encode_request, protocol, body)
+
+    def _check_depth(self, body: bytes) -> None:
+        """A ``max_json_depth`` below the parser's own limit, checked before parsing."""
         depth = self.settings.max_json_depth
         if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
             raise GatewayError("invalid_request", f"Request JSON nests deeper than {depth} levels")
-        return self._checked(self.frontend.encode_request, protocol, body)
 
-    async def _encode_async(self, protocol: Protocol, body: bytes, receive: Receive) -> EncodedRequest:
-        """Encode on the loop when the body is small, else in a worker thread (a client that
-        leaves meanwhile cancels the conversion)."""
-        if len(body) <= _INLINE_PREPARE_BYTES:
-            return self._encode(protocol, body)
-        return await _off_loop(receive, None, self._encode, protocol, body)
+    async def _run_encode(self, size: int, receive: Receive, encode: Callable[[], T]) -> T:
+        """``encode()`` (parsing, conversion, rendering, encoding: no I/O) on the loop when the
+        body is ``size`` bytes or less than the inline limit, else in a worker thread (a client
+        that leaves meanwhile cancels the conversion)."""
+        if size <= _INLINE_PREPARE_BYTES:
+            return self._checked(encode)
+        return await _off_loop(receive, None, self._checked, encode)
 
     async def _images_async(self, encoded: EncodedRequest, receive: Receive) -> MultiModalData | None:
         """The request's images, resolved in the image pool (never on the loop)."""
@@ -339,6 +389,17 @@ class Gateway:
         except RuntimeError as error:  # the tokenizer cannot encode this prompt
             raise GatewayError("internal", public_message(str(error))) from None
 
+    async def _stored_route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stored responses and conversations (``stored.py``), in OpenAI's error shape."""
+        try:
+            if not self._authorized(scope):
+                raise _unauthorized()
+            await self.stored.serve(scope, receive, send, self._owner(scope), lambda: self._read_body(scope, receive))
+        except GatewayError as error:
+            await self._fail(send, None, error)
+        except ClientGone:
+            pass
+
     # -- pieces -----------------------------------------------------------------------------
 
     def _host_served(self, scope: Scope) -> bool:
@@ -348,18 +409,25 @@ class Gateway:
         return self._hosts is None or host is None or _host_allowed(host, self._hosts)
 
     def _authorized(self, scope: Scope) -> bool:
-        if not self._keys:
-            return True
+        return not self._keys or self._key(scope) is not None
+
+    def _key(self, scope: Scope) -> bytes | None:
+        """The configured key the request carries, if any."""
         supplied = header(scope, b"x-api-key")
         authorization = header(scope, b"authorization")
         if authorization is not None and authorization[:7].lower() == b"bearer ":
             supplied = authorization[7:].strip()
         if supplied is None:
-            return False
-        matched = False
+            return None
+        matched: bytes | None = None
         for key in self._keys:  # every key compared, in constant time each
-            matched |= hmac.compare_digest(key, supplied)
+            if hmac.compare_digest(key, supplied):
+                matched = key
         return matched
+
+    def _owner(self, scope: Scope) -> str:
+        """Who owns what this request stores: its API key (one shared owner without keys)."""
+        return owner_of(self._key(scope) if self._keys else None)
 
     async def _read_body(self, scope: Scope, receive: Receive, limit: int | None = None) -> bytes:
         """The whole body: at most ``limit`` bytes (``max_body_bytes``; 413 beyond), within
@@ -424,6 +492,7 @@ class Gateway:
                 "cached_tokens": record.cached_tokens,
                 "completion_tokens": record.completion_tokens,
                 "prepare_ms": None if record.prepare_seconds is None else round(record.prepare_seconds * 1e3, 3),
+                "commit_ms": None if record.commit_seconds is None else round(record.commit_seconds * 1e3, 3),
                 "ttft_ms": None if record.ttft is None else round(record.ttft * 1e3, 3),
                 "duration_ms": round(elapsed * 1e3, 3),
             }
@@ -516,7 +585,7 @@ def _host_allowed(value: bytes, allowed: frozenset[str]) -> bool:
 def frontend_from_settings(settings: GatewaySettings) -> Frontend:
     """The :class:`Frontend` that ``settings`` describe (loads the tokenizer)."""
     tokenizer = Tokenizer.from_file(settings.tokenizer) if settings.tokenizer else None
-    options = ConversionOptions(default_thinking_mode=settings.default_thinking)
+    options = ConversionOptions(default_thinking_mode=settings.default_thinking, max_choices=settings.max_choices)
     fetcher = ReqwestImageFetcher().with_allowed_networks(settings.image_networks)
     resolver = ImageResolver(fetcher, OpenCvImagePreprocessor()).with_pixel_budget(settings.max_image_pixels)
     return Frontend(tokenizer, options=options, context_limit=settings.context_limit, image_resolver=resolver)

@@ -35,6 +35,7 @@ ErrorKind = Literal[
     "backend",
     "backend_timeout",
     "backend_unavailable",
+    "store_unavailable",
     "internal",
 ]
 
@@ -51,6 +52,7 @@ _KINDS: dict[ErrorKind, tuple[int, str, str | None, str]] = {
     "backend": (502, "server_error", "backend_error", "api_error"),
     "backend_timeout": (504, "server_error", "backend_timeout", "api_error"),
     "backend_unavailable": (503, "server_error", "backend_unavailable", "overloaded_error"),
+    "store_unavailable": (503, "server_error", "store_unavailable", "api_error"),
     "internal": (500, "server_error", "internal_error", "api_error"),
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -48,6 +49,8 @@ class Record:
     cached_tokens: int = 0
     completion_tokens: int = 0
     prepare_seconds: float | None = None
+    #: A stored response: seconds to store the turn once its output was complete.
+    commit_seconds: float | None = None
     ttft: float | None = None
     finish: str | None = None
     error: str | None = None
@@ -76,6 +79,11 @@ class Exchange:
         self.complete = False  # ... and ended
         self._held: BackendError | None = None  # an engine error seen while draining ready chunks
         self.deadline = record.started + self.settings.total_timeout
+        #: Called with the final response's JSON once the output is complete, before its last
+        #: bytes go out (a stored response is written then); a ``GatewayError`` it raises
+        #: becomes the client's error.
+        self.on_complete: Callable[[str], Awaitable[None]] | None = None
+        self._final: bytes | None = None
 
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
@@ -183,10 +191,18 @@ class Exchange:
                 return
             batch = [next_chunk, *self._ready(inbox)]
         if stream:
+            if self._final is not None:
+                try:
+                    await self._complete(self.decoder.final_response or "")
+                except GatewayError as error:
+                    await self._stream_error(error)
+                    return
+                await self._write(self._final)
             await self._write(decoder.sse_done())
             await self._write(b"", more=False)
         else:
             body = decoder.response().encode()
+            await self._complete(body.decode())
             self.started = self.complete = True
             await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
 
@@ -202,15 +218,16 @@ class Exchange:
                 self.metrics.itl.observe(now - record.last_output)
             record.last_output = now
         if chunk.token_ids:
-            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs)
             record.completion_tokens += len(chunk.token_ids)
+            events += decoder.push_tokens(chunk.token_ids, chunk.logprobs, chunk.index)
         elif chunk.text:
-            events += decoder.push_text(chunk.text, chunk.token_count)
             record.completion_tokens += chunk.token_count
-        max_tokens = self.prepared.sampling.max_tokens
-        if chunk.finish_reason is not None and not decoder.finished:
+            events += decoder.push_text(chunk.text, chunk.token_count, chunk.index)
+        # Every choice stops at max_tokens (the decoder cuts what an engine sends beyond).
+        max_tokens = self.prepared.sampling.max_tokens * self.prepared.sampling.n
+        if chunk.finish_reason is not None and not decoder.choice_finished(chunk.index):
             record.finish = chunk.finish_reason
-            events += decoder.finish(chunk.finish_reason)
+            events += decoder.finish(chunk.finish_reason, chunk.index)
         elif decoder.finished and record.finish is None:
             # The decoder ended the output: a stop sequence, or the engine went past max_tokens.
             record.finish = "length" if record.completion_tokens > max_tokens else "stop_sequence"
@@ -292,11 +309,19 @@ class Exchange:
         await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
         self.started = True
 
+    async def _complete(self, final: str) -> None:
+        if self.on_complete is not None and final:
+            await self.on_complete(final)
+
     async def _emit(self, events: list[Event]) -> None:
         if not events:
             return
         if self.prepared.stream:
-            await self._write(self.decoder.sse(events))
+            data = self.decoder.sse(events)
+            if self.decoder.finished and self.on_complete is not None:
+                self._final = data  # written once the response is stored
+                return
+            await self._write(data)
         else:
             self.decoder.accumulate(events)
 

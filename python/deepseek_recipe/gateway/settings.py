@@ -64,6 +64,9 @@ class GatewaySettings(BaseSettings):
     tokenizer: Path | None = Field(default=None, description="tokenizer.json (default: the DeepSeek V4 tokenizer)")
     context_limit: int = Field(default=DEFAULT_CONTEXT_LIMIT, ge=1, description="prompt + completion tokens")
     default_thinking: bool = Field(default=True, description="thinking mode when a request does not say")
+    max_choices: int = Field(
+        default=16, ge=1, le=255, description="most choices a Chat request may ask for with n (the engine samples them)"
+    )
 
     # -- limits ----------------------------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
@@ -105,6 +108,30 @@ class GatewaySettings(BaseSettings):
     webui_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1, description="largest body of a call to the page's API (413 beyond)"
     )
+
+    # -- stored Responses and conversations (docs/gateway.md, "Stored responses") ----------
+    store: str = Field(
+        default="sqlite",
+        description="where stored responses and conversations live: sqlite (a file under store_dir), "
+        "sqlite:///path/to/file, postgresql://… (the postgres extra; several gateways share it), "
+        "memory, or none",
+    )
+    store_dir: Path | None = Field(
+        default=None,
+        description="the SQLite store's directory (default $XDG_DATA_HOME/deepseek-recipe, else "
+        "~/.local/share/deepseek-recipe), created on first start",
+    )
+    store_retention_days: float = Field(
+        default=30.0, ge=0, description="days a conversation is kept after its last turn (0: forever)"
+    )
+    store_cleanup_interval: float = Field(default=60.0, gt=0, description="seconds between expiry sweeps")
+    store_cache_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=0, description="bytes of recent turns' state each process keeps in memory"
+    )
+    store_max_object_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1, description="largest stored response (its request and response together)"
+    )
+    store_pool_size: int = Field(default=8, ge=1, description="postgresql: connections per process")
 
     # -- V4.1 images --
     image_networks: Annotated[list[str], NoDecode] = Field(

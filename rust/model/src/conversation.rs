@@ -130,6 +130,9 @@ pub struct InferenceOptions {
     pub top_logprobs: Option<u8>,
     pub seed: Option<u64>,
     pub output_constraint: Option<OutputConstraint>,
+    /// Chat's `n`, when asked for and allowed (`ConversionOptions::max_choices`): how many
+    /// choices to sample. `None`: one.
+    pub n: Option<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,5 +22,5 @@ pub use message::{
     ImageDetail, ImageSource, ImageSourceKind, Message, Role, ToolCall, ToolDefinition,
 };
 pub use options::{ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior};
-pub use reported::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho};
+pub use reported::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState};
 pub use special::{SpecialToken, SpecialTokens};

@@ -47,6 +47,9 @@ pub struct ConversionOptions {
     pub special_tokens: SpecialTokens,
     /// Exact, case-sensitive model name to version; sorted so error messages list names in order.
     pub model_versions_by_name: BTreeMap<String, ModelVersion>,
+    /// The most choices a Chat request may ask for (`n`). The reference serves one, and
+    /// refuses any other `n`; a server whose engine samples several may allow more.
+    pub max_choices: u8,
 }
 
 impl Default for ConversionOptions {
@@ -66,6 +69,7 @@ impl Default for ConversionOptions {
             non_thinking_max_tokens_upper_bound: 393_216,
             special_tokens: SpecialTokens::default(),
             model_versions_by_name,
+            max_choices: 1,
         }
     }
 }

@@ -53,6 +53,21 @@ pub struct ReportedSettings {
     pub tool_choice: Value,
     /// The declared tools that are reported (unsupported types are left out).
     pub tools: Vec<Value>,
+    /// What a stateful server stores about the response (the reference stores nothing).
+    pub state: StoredState,
+}
+
+/// What a response object reports about its storage: `store`, the response it continues,
+/// its conversation and its `metadata`. The reference keeps no state, so by default
+/// `store: false`, neither of the others and empty metadata; a server that stores responses
+/// sets them (`ResponsesChunkGenerator::with_state`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredState {
+    pub store: bool,
+    pub previous_response_id: Option<String>,
+    /// The conversation's id, reported as `"conversation": {"id": …}`.
+    pub conversation: Option<String>,
+    pub metadata: serde_json::Map<String, Value>,
 }
 
 impl Default for ReportedSettings {
@@ -63,6 +78,7 @@ impl Default for ReportedSettings {
             text: json!({"format": {"type": "text"}, "verbosity": null}),
             tool_choice: json!("auto"),
             tools: Vec::new(),
+            state: StoredState::default(),
         }
     }
 }
@@ -138,6 +154,7 @@ impl ReportedSettings {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
+            state: StoredState::default(),
         }
     }
 }

@@ -136,10 +136,13 @@ impl ChatCompletionRequest {
                 "response_format should not be used with tools",
             ));
         }
-        if w.n.is_some_and(|n| n != 1) {
-            return Err(ConversionError::new(
-                "Invalid n value (currently only n = 1 is supported)",
-            ));
+        let max_choices = options.max_choices.max(1);
+        if w.n.is_some_and(|n| n == 0 || n > max_choices) {
+            return Err(ConversionError::new(if max_choices == 1 {
+                "Invalid n value (currently only n = 1 is supported)".to_owned()
+            } else {
+                format!("Invalid n value (n must be between 1 and {max_choices})")
+            }));
         }
         check_penalty("presence_penalty", w.presence_penalty)?;
         check_penalty("frequency_penalty", w.frequency_penalty)?;
@@ -188,6 +191,7 @@ impl ChatCompletionRequest {
             top_logprobs: w.top_logprobs,
             seed: w.seed,
             output_constraint,
+            n: w.n,
         };
         let conversation = Conversation {
             messages,

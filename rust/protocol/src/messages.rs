@@ -151,6 +151,7 @@ impl MessagesRequest {
             top_logprobs: None,
             seed: None,
             output_constraint,
+            n: None,
         };
         let conversation = Conversation {
             messages,

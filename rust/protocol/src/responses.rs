@@ -4,11 +4,16 @@
 //! and the conversion that ties them to the shared thinking, sampling and tool rules.
 
 mod apply_patch;
+mod history;
 mod images;
 mod input;
 mod reported;
+mod state;
 mod tool_defs;
 mod wire;
+
+pub use history::ResponsesHistory;
+pub use state::StateFields;
 
 use std::collections::BTreeMap;
 
@@ -31,6 +36,8 @@ pub struct ResponsesRequest {
     body: wire::ResponsesRequest,
     /// What a reply reports, read from the body as sent (conversion completes it).
     reply: RequestReply,
+    /// The fields of a stateful server (`store`, `previous_response_id`, …), as sent.
+    state: state::StateSource,
 }
 
 const STRICT_MIX: &str = "Cannot use strict tool with non-strict tool in the same request";
@@ -43,9 +50,11 @@ impl ResponsesRequest {
     /// Check the shape of a request body; shape errors are `invalid request body: …`.
     pub fn from_value(value: Value) -> Result<Self, ProtocolError> {
         let reply = reported::request_reply(&value);
+        let state = state::StateSource::read(&value);
         Ok(Self {
             body: intake::from_value(value)?,
             reply,
+            state,
         })
     }
 
@@ -81,6 +90,12 @@ impl ResponsesRequest {
         tool_defs::namespace_map(self.body.tools.as_deref().unwrap_or_default(), version)
     }
 
+    /// What a stateful server reads from the request: `store`, `previous_response_id`,
+    /// `conversation` and `metadata`, checked (the reference ignores them).
+    pub fn state_fields(&self) -> Result<StateFields, ConversionError> {
+        self.state.fields()
+    }
+
     /// Convert under `options`. Checks run in the reference's order: model, the first tool
     /// checks, input items, returned reasoning, tool schemas, tool_choice, `text.format`, the
     /// strict-tool rules, sampling, `top_logprobs`, `max_output_tokens`.
@@ -88,6 +103,27 @@ impl ResponsesRequest {
         self,
         options: &ConversionOptions,
     ) -> Result<ConversationRequest, ConversionError> {
+        self.convert_after(options, None)
+            .map(|(request, _)| request)
+    }
+
+    /// Convert as [`ResponsesRequest::convert`] would with `history`'s items before the
+    /// request's own (and its own `instructions`, never stored ones); also the history after
+    /// the request's input items. Errors name the request's items by their place in its input.
+    pub fn convert_continuing(
+        self,
+        options: &ConversionOptions,
+        history: &ResponsesHistory,
+    ) -> Result<(ConversationRequest, ResponsesHistory), ConversionError> {
+        let (request, after) = self.convert_after(options, Some(history))?;
+        Ok((request, after.unwrap_or_default()))
+    }
+
+    fn convert_after(
+        self,
+        options: &ConversionOptions,
+        history: Option<&ResponsesHistory>,
+    ) -> Result<(ConversationRequest, Option<ResponsesHistory>), ConversionError> {
         let reply = self.reply.complete(
             &self.echo(),
             self.namespace_tool_map(options).unwrap_or_default(),
@@ -102,14 +138,32 @@ impl ResponsesRequest {
         let pending =
             tool_defs::check_declared(&declared, version, options.responses_web_search, "")?;
         let image_token = options.special_tokens.get(SpecialToken::Image);
-        let converted = input::convert_input(
-            body.instructions,
-            body.input,
-            version,
-            image_token,
-            options.responses_web_search,
-            tool_defs::pending_names(&pending),
-        )?;
+        let names = tool_defs::pending_names(&pending);
+        let web_search = options.responses_web_search;
+        let (converted, history) = match history {
+            None => {
+                let converted = input::convert_input(
+                    body.instructions,
+                    body.input,
+                    version,
+                    image_token,
+                    web_search,
+                    names,
+                )?;
+                (converted, None)
+            }
+            Some(history) => {
+                let continued = history.continue_with(
+                    body.instructions,
+                    body.input,
+                    version,
+                    image_token,
+                    web_search,
+                    names,
+                )?;
+                (continued.input, Some(continued.history))
+            }
+        };
         let mut messages = converted.messages;
         let behavior = options.reasoning_content_behavior;
         let has_tools = !pending.is_empty() || !converted.loaded_tools.is_empty();
@@ -200,15 +254,17 @@ impl ResponsesRequest {
             top_logprobs: body.top_logprobs,
             seed: None,
             output_constraint,
+            n: None,
         };
-        Ok(ConversationRequest {
+        let request = ConversationRequest {
             conversation: conversation.into(),
             inference_options,
             parsing_options,
             model_version: version,
             stream: body.stream.unwrap_or(false),
             reply: reply.reply_settings(),
-        })
+        };
+        Ok((request, history))
     }
 }
 

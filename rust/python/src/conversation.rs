@@ -216,6 +216,12 @@ impl PyInferenceOptions {
     fn seed(&self) -> Option<u64> {
         self.inner.seed
     }
+    /// Ours: how many choices to sample (Chat's `n`, when `ConversionOptions.max_choices`
+    /// allows more than one).
+    #[getter]
+    fn n(&self) -> u8 {
+        self.inner.n.unwrap_or(1)
+    }
     #[getter]
     fn output_constraint(&self) -> Option<PyOutputConstraint> {
         self.inner

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use deepseek_model::{ModelVersion, SpecialTokens};
-use deepseek_render::{render, RenderedPrompt};
+use deepseek_render::{render, render_continuing, RenderedPrompt};
 use deepseek_tokenize::{PromptIds, TokenizeError, Tokenizer};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -129,6 +129,37 @@ impl Encoder {
         let ids = self.prompt_ids(py, conversation)?;
         crate::ids::prompt_list(py, ids)
     }
+
+    fn encode_continuing(
+        &self,
+        py: Python<'_>,
+        conversation: &PyConversation,
+        previous: Option<&crate::stored::PyEncodedPrompt>,
+        stored_ids: Option<&[u8]>,
+    ) -> PyResult<crate::stored::PyEncodedPrompt> {
+        let tokenizer = self.tokenizer.clone().ok_or_else(errors::no_tokenizer)?;
+        let conversation = Arc::clone(&conversation.inner);
+        py.detach(|| {
+            let rendered = render_continuing(
+                conversation,
+                self.version,
+                &self.special_tokens,
+                previous.map(|p| &p.rendered),
+            );
+            let stored = match (previous, stored_ids) {
+                (None, Some(bytes)) => {
+                    tokenizer.prompt_ids_from_ids(crate::ids::ids_from_le_bytes(bytes))
+                }
+                _ => None,
+            };
+            let base = previous.map(|p| &p.ids).or(stored.as_ref());
+            let prompt = rendered.prompt();
+            let ids =
+                tokenizer.encode_prompt_ids_after(&prompt.prompt, &prompt.special_ranges, base)?;
+            Ok(crate::stored::PyEncodedPrompt { rendered, ids })
+        })
+        .map_err(errors::tokenize)
+    }
 }
 
 macro_rules! encoding_class {
@@ -195,6 +226,23 @@ macro_rules! encoding_class {
                 conversation: PyRef<'_, PyConversation>,
             ) -> PyResult<PyTokenIds> {
                 Ok(PyTokenIds::new(self.encoder.prompt_ids(py, &conversation)?))
+            }
+
+            /// Render and encode `conversation` as the next turn of the one `previous` holds:
+            /// the blocks both render alike are copied, and the ids are reused up to the last
+            /// special token both share. Without `previous`, `stored_ids` (the previous
+            /// turn's ids as little-endian `u32`s, read back from storage) serve as the base
+            /// the ids are reused from. The ids equal `encode_ids(conversation)` either way.
+            #[pyo3(signature = (conversation, previous=None, stored_ids=None))]
+            fn encode_continuing(
+                &self,
+                py: Python<'_>,
+                conversation: PyRef<'_, PyConversation>,
+                previous: Option<PyRef<'_, crate::stored::PyEncodedPrompt>>,
+                stored_ids: Option<&[u8]>,
+            ) -> PyResult<crate::stored::PyEncodedPrompt> {
+                self.encoder
+                    .encode_continuing(py, &conversation, previous.as_deref(), stored_ids)
             }
 
             /// The model version whose prompt format this is.

@@ -7,7 +7,7 @@
 use deepseek_tokenize::PromptIds;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyInt, PyList};
+use pyo3::types::{PyBytes, PyInt, PyList};
 
 /// Ids up to here share their int (a little above the DeepSeek vocabularies, ~129k).
 const SHARED_IDS: u32 = 1 << 18;
@@ -206,24 +206,53 @@ impl PyTokenIds {
         id_list_of(py, &self.ids.slices())
     }
 
-    /// The JSON array of the ids (`[0,1,2]`), as bytes.
-    fn to_json<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
-        let json = py.detach(|| {
-            let mut out = Vec::with_capacity(self.ids.len() * 7 + 2);
-            out.push(b'[');
-            let mut digits = itoa::Buffer::new();
-            for slice in self.ids.slices() {
-                for &id in slice {
-                    out.extend_from_slice(digits.format(id).as_bytes());
-                    out.push(b',');
-                }
-            }
-            match out.last_mut() {
-                Some(last) if *last == b',' => *last = b']',
-                _ => out.push(b']'),
+    /// The JSON array of the ids (`[0,1,2]`), as bytes. The ids of a prompt that extends an
+    /// earlier one reuse the JSON already written for it.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let json = py.detach(|| self.ids.to_json());
+        Ok(PyBytes::new(py, &json))
+    }
+
+    /// The ids from `start` on as little-endian `u32`s (4 bytes each), for storage.
+    #[pyo3(signature = (start=0))]
+    fn to_bytes<'py>(&self, py: Python<'py>, start: usize) -> Bound<'py, PyBytes> {
+        let bytes = py.detach(|| {
+            let mut out = Vec::with_capacity(self.ids.len().saturating_sub(start) * 4);
+            for id in self.iter().skip(start) {
+                out.extend_from_slice(&id.to_le_bytes());
             }
             out
         });
-        pyo3::types::PyBytes::new(py, &json)
+        PyBytes::new(py, &bytes)
     }
+
+    /// Ids stored as little-endian `u32`s (`to_bytes`); `ValueError` for a length that is
+    /// not a multiple of 4.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        if !data.len().is_multiple_of(4) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "stored ids must be 4 bytes each",
+            ));
+        }
+        Ok(Self::new(PromptIds::from(ids_from_le_bytes(data))))
+    }
+
+    /// How many leading ids this and `other` share.
+    fn common_prefix(&self, py: Python<'_>, other: PyRef<'_, PyTokenIds>) -> usize {
+        let other: &PyTokenIds = &other;
+        py.detach(|| {
+            self.iter()
+                .zip(other.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+    }
+}
+
+/// Little-endian `u32`s (a trailing partial one is dropped).
+pub fn ids_from_le_bytes(data: &[u8]) -> Vec<u32> {
+    data.chunks_exact(4)
+        .map(|chunk| u32::from_le_bytes(chunk.try_into().unwrap_or_default()))
+        .collect()
 }

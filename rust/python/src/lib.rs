@@ -20,6 +20,7 @@ mod reply_messages;
 mod reply_responses;
 mod slot;
 mod special;
+mod stored;
 mod stream;
 mod tokenizer;
 
@@ -86,6 +87,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoding::PyDeepseekV41Encoding>()?;
     m.add_class::<tokenizer::PyTokenizer>()?;
     m.add_class::<ids::PyTokenIds>()?;
+    m.add_class::<stored::PyResponsesHistory>()?;
+    m.add_class::<stored::PyResponsesStateFields>()?;
+    m.add_class::<stored::PyEncodedPrompt>()?;
     m.add_function(wrap_pyfunction!(blocks::block_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(blocks::prefix_hash, m)?)?;
 

@@ -192,6 +192,7 @@ impl PyConversionOptions {
         non_thinking_max_tokens_upper_bound=393_216,
         special_tokens=None,
         model_versions_by_name=None,
+        max_choices=1,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -203,6 +204,7 @@ impl PyConversionOptions {
         non_thinking_max_tokens_upper_bound: u32,
         special_tokens: Option<PyRef<'_, PySpecialTokens>>,
         model_versions_by_name: Option<BTreeMap<String, PyModelVersion>>,
+        max_choices: u8,
     ) -> Self {
         let defaults = ConversionOptions::default();
         Self {
@@ -218,6 +220,7 @@ impl PyConversionOptions {
                     .map_or(defaults.model_versions_by_name, |names| {
                         names.into_iter().map(|(k, v)| (k, v.into())).collect()
                     }),
+                max_choices,
             },
         }
     }
@@ -245,6 +248,7 @@ impl PyConversionOptions {
         )?;
         settings.set_item("special_tokens", self.special_tokens())?;
         settings.set_item("model_versions_by_name", self.model_versions_by_name())?;
+        settings.set_item("max_choices", self.inner.max_choices)?;
         Ok(((), settings))
     }
 
@@ -285,6 +289,16 @@ impl PyConversionOptions {
         PySpecialTokens {
             inner: self.inner.special_tokens.clone(),
         }
+    }
+    /// Ours: the most choices a Chat request may ask for with `n` (1, the reference's, refuses
+    /// any other `n`).
+    #[getter]
+    fn max_choices(&self) -> u8 {
+        self.inner.max_choices
+    }
+    /// Ours: a copy allowing Chat requests up to `max_choices` choices (`n`).
+    fn with_max_choices(&self, max_choices: u8) -> Self {
+        self.with(|o| o.max_choices = max_choices)
     }
     fn with_default_thinking_mode(&self, default_thinking_mode: bool) -> Self {
         self.with(|o| o.default_thinking_mode = default_thinking_mode)

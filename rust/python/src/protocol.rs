@@ -114,6 +114,36 @@ request_class!(
         ) -> PyResult<std::collections::BTreeMap<String, (String, String)>> {
             self.slot.read(|r| r.namespace_tool_map(&options.inner))?.map_err(errors::conversion)
         }
+
+        /// `store`, `previous_response_id`, `conversation` and `metadata`, checked (the
+        /// reference ignores them). Raises `ConversionError` for one of the wrong type, or for
+        /// both `previous_response_id` and `conversation`; `ConsumedError` after `convert`.
+        fn state_fields(&self) -> PyResult<crate::stored::PyResponsesStateFields> {
+            self.slot
+                .read(|r| r.state_fields())?
+                .map(|inner| crate::stored::PyResponsesStateFields { inner })
+                .map_err(errors::conversion)
+        }
+
+        /// Convert as `convert` would with `history`'s items before the request's own input
+        /// (and the request's own `instructions`); also returns the history after the
+        /// request's input items. Consumes the request either way.
+        fn convert_continuing(
+            &self,
+            py: Python<'_>,
+            options: PyRef<'_, PyConversionOptions>,
+            history: PyRef<'_, crate::stored::PyResponsesHistory>,
+        ) -> PyResult<(PyConversationRequest, crate::stored::PyResponsesHistory)> {
+            let request = self.slot.take()?;
+            let options = options.inner.clone();
+            let history = history.inner.clone();
+            let converted = py.detach(move || request.convert_continuing(&options, &history));
+            converted
+                .map(|(inner, after)| {
+                    (PyConversationRequest { inner }, crate::stored::PyResponsesHistory { inner: after })
+                })
+                .map_err(|e| errors::protocol(ProtocolError::from(e)))
+        }
     }
 );
 request_class!(

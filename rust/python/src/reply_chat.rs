@@ -36,6 +36,19 @@ impl PyChatCompletionChunkGenerator {
     }
 }
 
+#[pymethods]
+impl PyChatCompletionChunkGenerator {
+    /// Consume this generator; it makes choice `index` of several (a request's `n`): every
+    /// chunk names the choice, and the final chunk's usage is held for the chunk that reports
+    /// the usage of all choices (`ChatCompletionResponse.usage_chunk_json`).
+    fn with_choice(&self, index: usize) -> PyResult<Self> {
+        let generator = self.slot.take()?;
+        Ok(Self {
+            slot: Slot::new(Consumable::Generator, generator.with_choice(index)),
+        })
+    }
+}
+
 /// The Chat builder of `StreamProcessor` (see the extension point in `stream.rs`).
 pub fn processor_from(
     generator: &Bound<'_, PyAny>,
@@ -125,6 +138,12 @@ impl PyChatCompletionResponse {
 
     fn to_json(&self) -> String {
         self.response().to_json()
+    }
+
+    /// The chunk that ends a stream of several choices (``choices: []`` and the usage of them
+    /// all), as JSON; `None` before any usage was accumulated.
+    fn usage_chunk_json(&self) -> Option<String> {
+        self.response().usage_chunk_json()
     }
 
     /// Chat events are unnamed SSE `data:` events.

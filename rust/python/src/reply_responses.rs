@@ -106,6 +106,36 @@ impl PyResponsesChunkGenerator {
         ))
     }
 
+    /// Consume this generator; response objects report this storage state (`store`, the
+    /// response continued, the conversation, `metadata` as JSON text) instead of the
+    /// reference's (nothing stored).
+    #[pyo3(signature = (store, previous_response_id=None, conversation=None, metadata=None))]
+    fn with_state(
+        &self,
+        store: bool,
+        previous_response_id: Option<String>,
+        conversation: Option<String>,
+        metadata: Option<&str>,
+    ) -> PyResult<Self> {
+        let metadata = match metadata.map(serde_json::from_str::<serde_json::Value>) {
+            None => serde_json::Map::new(),
+            Some(Ok(serde_json::Value::Object(map))) => map,
+            Some(_) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "metadata must be a JSON object",
+                ))
+            }
+        };
+        let state = deepseek_model::StoredState {
+            store,
+            previous_response_id,
+            conversation,
+            metadata,
+        };
+        let generator = self.generator.take()?;
+        Ok(Self::from_generator(generator.with_state(state)))
+    }
+
     /// Consume this generator and configure the reported request settings.
     fn with_echo(&self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
         let generator = self.generator.take()?;

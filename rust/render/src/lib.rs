@@ -8,7 +8,12 @@
 //! Layout (pinned by `tests/conformance.rs` over the conformance corpus): BOS, the head system
 //! block (effort preamble, system text, tools block, format section), each normalized block, the
 //! generation suffix unless the prompt ends in a prefix assistant, and the required-tool opener.
+//!
+//! A conversation that extends one rendered before (the next turn of a stored conversation)
+//! can be rendered from it ([`render_continuing`], `continuing.rs`): the blocks both render
+//! identically are copied, only the rest is written.
 
+mod continuing;
 mod dialect;
 mod dsml;
 mod message;
@@ -24,6 +29,7 @@ use deepseek_model::{
     ToolChoice,
 };
 
+pub use crate::continuing::{render_continuing, RenderedConversation};
 use crate::dialect::{Dialect, JSON_SCHEMA_SECTION};
 use crate::message::Context;
 use crate::normalize::{normalize, Block, Normalized};
@@ -47,31 +53,64 @@ pub fn render(
     version: ModelVersion,
     special_tokens: &SpecialTokens,
 ) -> RenderedPrompt {
+    let empty_head = Message::system("");
     let dialect = Dialect::of(version);
+    let normalized = normalize(conversation, &dialect, &empty_head);
+    let mut w = Writer::new(special_tokens);
+    write_prompt(
+        &mut w,
+        conversation,
+        dialect,
+        &normalized,
+        None,
+        &mut |_, _| {},
+    );
+    w.finish()
+}
+
+/// Where writing starts: at block `block`, the writer already holding everything before it.
+pub(crate) struct Resume {
+    pub(crate) block: usize,
+}
+
+/// Write the prompt of `conversation` (normalized as `normalized`) into `w`, from the start or
+/// from a block whose predecessors `w` already holds. `mark(index, w)` is called before each
+/// block is written and once more (with the block count) before the suffix.
+pub(crate) fn write_prompt(
+    w: &mut Writer<'_>,
+    conversation: &Conversation,
+    dialect: Dialect,
+    normalized: &Normalized<'_>,
+    resume: Option<Resume>,
+    mark: &mut dyn FnMut(usize, &Writer<'_>),
+) {
     let ctx = Context {
         dialect,
         thinking: conversation.thinking_mode,
         tools_active: conversation.tools_active(),
     };
-    let empty_head = Message::system("");
-    let normalized = normalize(conversation, &dialect, &empty_head);
     let preamble = if ctx.thinking {
         dialect.effort_preamble(conversation.reasoning_effort)
     } else {
         None
     };
 
-    let mut w = Writer::new(special_tokens);
-    w.special(SpecialToken::Bos);
-
-    if dialect.v41 {
-        write_v41_standalone_preamble(&mut w, &normalized, preamble.as_deref());
-    } else {
-        write_v4_head(&mut w, &ctx, conversation, &normalized, preamble.as_deref());
-    }
+    let first = match resume {
+        Some(resume) => resume.block,
+        None => {
+            w.special(SpecialToken::Bos);
+            if dialect.v41 {
+                write_v41_standalone_preamble(w, normalized, preamble.as_deref());
+            } else {
+                write_v4_head(w, &ctx, conversation, normalized, preamble.as_deref());
+            }
+            0
+        }
+    };
 
     let count = normalized.blocks.len();
-    for (index, block) in normalized.blocks.iter().enumerate() {
+    for (index, block) in normalized.blocks.iter().enumerate().skip(first) {
+        mark(index, w);
         match block {
             Block::System { message, head } => {
                 w.special(SpecialToken::System);
@@ -81,23 +120,24 @@ pub fn render(
                         w.text("\n\n");
                     }
                     w.content(message);
-                    write_head_sections(&mut w, &ctx, conversation);
-                    message::write_message_tools(&mut w, &dialect, message);
+                    write_head_sections(w, &ctx, conversation);
+                    message::write_message_tools(w, &dialect, message);
                 } else {
-                    message::write_system_body(&mut w, &dialect, message);
+                    message::write_system_body(w, &dialect, message);
                 }
             }
-            Block::UserRun(run) => message::write_user_run(&mut w, run),
-            Block::LatestReminder(reminder) => message::write_reminder(&mut w, reminder),
+            Block::UserRun(run) => message::write_user_run(w, run),
+            Block::LatestReminder(reminder) => message::write_reminder(w, reminder),
             Block::Assistant(assistant) => {
                 let position = message::Position {
                     first: index == 0,
                     last: index + 1 == count,
                 };
-                message::write_assistant(&mut w, &ctx, assistant, position);
+                message::write_assistant(w, &ctx, assistant, position);
             }
         }
     }
+    mark(count, w);
 
     if !normalized.ends_with_prefix() {
         w.special(SpecialToken::Assistant);
@@ -108,9 +148,8 @@ pub fn render(
         });
     }
     if conversation.tool_choice == ToolChoice::Required && !conversation.tools.is_empty() {
-        dsml::write_required_opener(&mut w, &dialect);
+        dsml::write_required_opener(w, &dialect);
     }
-    w.finish()
 }
 
 /// V4.1: the preamble opens the first system block; before a first non-system block it

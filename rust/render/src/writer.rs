@@ -7,6 +7,14 @@ use deepseek_model::{ImageSource, Message, SpecialToken, SpecialTokens};
 
 use crate::RenderedPrompt;
 
+/// A place in a prompt being written: its length in bytes, special ranges and image sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Mark {
+    pub(crate) bytes: usize,
+    pub(crate) ranges: usize,
+    pub(crate) images: usize,
+}
+
 pub(crate) struct Writer<'a> {
     tokens: &'a SpecialTokens,
     prompt: String,
@@ -21,6 +29,40 @@ impl<'a> Writer<'a> {
             prompt: String::new(),
             special_ranges: Vec::new(),
             image_sources: Vec::new(),
+        }
+    }
+
+    /// A writer holding `prompt`'s first `bytes` bytes, with their first `ranges` special
+    /// ranges and `images` image sources, reserved for about `capacity` bytes in all.
+    pub(crate) fn resume(
+        tokens: &'a SpecialTokens,
+        prompt: &RenderedPrompt,
+        mark: Mark,
+        capacity: usize,
+    ) -> Self {
+        let mut text = String::with_capacity(capacity.max(mark.bytes));
+        text.push_str(prompt.prompt.get(..mark.bytes).unwrap_or_default());
+        let mut special_ranges = Vec::with_capacity(prompt.special_ranges.len() + 64);
+        special_ranges
+            .extend_from_slice(prompt.special_ranges.get(..mark.ranges).unwrap_or_default());
+        Self {
+            tokens,
+            prompt: text,
+            special_ranges,
+            image_sources: prompt
+                .image_sources
+                .get(..mark.images)
+                .unwrap_or_default()
+                .to_vec(),
+        }
+    }
+
+    /// How much has been written: bytes, special ranges, image sources.
+    pub(crate) fn position(&self) -> Mark {
+        Mark {
+            bytes: self.prompt.len(),
+            ranges: self.special_ranges.len(),
+            images: self.image_sources.len(),
         }
     }
 

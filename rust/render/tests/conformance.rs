@@ -18,7 +18,9 @@ use deepseek_model::{
     ReasoningEffort, ResponseFormat, SpecialToken, SpecialTokens, ToolCall, ToolChoice,
     ToolDefinition,
 };
-use deepseek_render::render;
+use std::sync::Arc;
+
+use deepseek_render::{render, render_continuing, RenderedConversation, RenderedPrompt};
 use serde_json::Value;
 
 /// Cases whose user text contains the image placeholder spelling before a real placeholder:
@@ -261,10 +263,127 @@ fn run_case(path: &Path) -> Result<Outcome, String> {
         ));
     }
     if problems.is_empty() {
+        problems.extend(check_continuing(&conv, version, &tokens, &rendered).err());
+    }
+    if problems.is_empty() {
         Ok(Outcome::Passed)
     } else {
         Err(problems.join("\n    "))
     }
+}
+
+/// Split points of a message list: all of them for short ones, a spread for long ones.
+fn splits(len: usize) -> Vec<usize> {
+    if len <= 40 {
+        return (0..=len).collect();
+    }
+    let mut points: Vec<usize> = (0..=len).step_by(len / 16).collect();
+    points.extend([len - 1, len]);
+    points.sort_unstable();
+    points.dedup();
+    points
+}
+
+fn with_messages(conv: &Conversation, messages: &[Message]) -> Conversation {
+    Conversation {
+        messages: messages.to_vec(),
+        ..conv.clone()
+    }
+}
+
+fn same_render(got: &RenderedPrompt, want: &RenderedPrompt, what: &str) -> Result<(), String> {
+    if got.prompt != want.prompt {
+        return Err(format!(
+            "{what}: prompt differs {}",
+            first_difference(&got.prompt, &want.prompt)
+        ));
+    }
+    if got.special_ranges != want.special_ranges || got.image_sources != want.image_sources {
+        return Err(format!("{what}: special ranges or image sources differ"));
+    }
+    Ok(())
+}
+
+/// Rendered continuing from any earlier conversation (a prefix of its messages, that prefix
+/// with its last message changed, or with other settings), the prompt is the whole render's.
+fn check_continuing(
+    conv: &Conversation,
+    version: ModelVersion,
+    tokens: &SpecialTokens,
+    whole: &RenderedPrompt,
+) -> Result<(), String> {
+    let shared = Arc::new(conv.clone());
+    let continue_from = |previous: &RenderedConversation| {
+        render_continuing(Arc::clone(&shared), version, tokens, Some(previous))
+    };
+    let messages = &conv.messages;
+    for k in splits(messages.len()) {
+        let start = render_continuing(
+            Arc::new(with_messages(conv, &messages[..k])),
+            version,
+            tokens,
+            None,
+        );
+        same_render(
+            start.prompt(),
+            &render(&with_messages(conv, &messages[..k]), version, tokens),
+            &format!("messages 0..{k} alone"),
+        )?;
+        same_render(
+            continue_from(&start).prompt(),
+            whole,
+            &format!("after messages 0..{k}"),
+        )?;
+        // The earlier conversation continued from its own first half.
+        let half = render_continuing(
+            Arc::new(with_messages(conv, &messages[..k / 2])),
+            version,
+            tokens,
+            None,
+        );
+        let chained = render_continuing(
+            Arc::new(with_messages(conv, &messages[..k])),
+            version,
+            tokens,
+            Some(&half),
+        );
+        same_render(
+            chained.prompt(),
+            start.prompt(),
+            &format!("messages 0..{k} after 0..{}", k / 2),
+        )?;
+        same_render(
+            continue_from(&chained).prompt(),
+            whole,
+            &format!("after 0..{k} after 0..{}", k / 2),
+        )?;
+        // The earlier conversation's last message differs from this one's.
+        if let Some(last) = k.checked_sub(1) {
+            let mut changed = messages[..k].to_vec();
+            changed[last].content.push_str(" (changed)");
+            let changed = render_continuing(
+                Arc::new(with_messages(conv, &changed)),
+                version,
+                tokens,
+                None,
+            );
+            same_render(
+                continue_from(&changed).prompt(),
+                whole,
+                &format!("after 0..{k} with the last changed"),
+            )?;
+        }
+        // The earlier conversation had other settings.
+        let mut other = with_messages(conv, &messages[..k]);
+        other.thinking_mode = !other.thinking_mode;
+        let other = render_continuing(Arc::new(other), version, tokens, None);
+        same_render(
+            continue_from(&other).prompt(),
+            whole,
+            &format!("after 0..{k} with thinking flipped"),
+        )?;
+    }
+    Ok(())
 }
 
 #[test]

@@ -440,3 +440,109 @@ fn first_chunk_table() {
         }
     }
 }
+
+/// Several choices (a request's `n`): each stream names its choice, holds its usage back,
+/// and the accumulated response lists the choices in order with the usage of them all.
+#[test]
+fn several_choices_accumulate_with_their_usage_added() {
+    let body = json!({"model": "DeepSeek-V4-Pro", "n": 2, "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "hi"}]});
+    let options = ConversionOptions {
+        max_choices: 4,
+        ..ConversionOptions::default()
+    };
+    let converted = ChatCompletionRequest::from_value(body)
+        .unwrap()
+        .convert(&options)
+        .unwrap();
+    assert_eq!(converted.inference_options.n, Some(2));
+    let mut response = ChatCompletionResponse::new("id", "m", RESPONSE_CREATED, 0, 0);
+    // Choice 1 first: the response still lists choice 0 first.
+    for (choice, text) in [(1usize, "later</think>second"), (0, "r</think>first")] {
+        let generator =
+            ChatCompletionChunkGenerator::new(&converted, "id", "m").with_choice(choice);
+        let mut processor: StreamProcessor<_, NoVocabulary> =
+            StreamProcessor::new(generator.emitter(), &converted.parsing_options, true, None);
+        let mut out = Vec::new();
+        let prompt_usage = PromptUsage {
+            prompt_tokens: 7,
+            prompt_cache_hit_tokens: 2,
+        };
+        processor
+            .push(
+                InferenceChunk::Ready {
+                    prompt_usage,
+                    system_fingerprint: None,
+                },
+                &mut out,
+            )
+            .unwrap();
+        let content = text.to_owned();
+        processor
+            .push(
+                InferenceChunk::Text {
+                    content,
+                    token_count: 3,
+                },
+                &mut out,
+            )
+            .unwrap();
+        processor
+            .push(InferenceChunk::Finish(FinishReason::Stop), &mut out)
+            .unwrap();
+        processor.finish(&mut out).unwrap();
+        for chunk in out {
+            let value: Value = serde_json::from_str(&chunk.to_json()).unwrap();
+            assert_eq!(value["choices"][0]["index"], choice);
+            assert_eq!(
+                value["usage"],
+                Value::Null,
+                "usage waits for the last chunk"
+            );
+            response.accumulate(chunk);
+        }
+    }
+    let whole: Value = serde_json::from_str(&response.to_json()).unwrap();
+    assert_eq!(whole["choices"][0]["index"], 0);
+    assert_eq!(whole["choices"][0]["message"]["content"], "first");
+    assert_eq!(whole["choices"][1]["index"], 1);
+    assert_eq!(whole["choices"][1]["message"]["content"], "second");
+    assert_eq!(whole["usage"]["prompt_tokens"], 7);
+    assert_eq!(whole["usage"]["completion_tokens"], 6);
+    assert_eq!(whole["usage"]["total_tokens"], 13);
+    let last: Value = serde_json::from_str(&response.usage_chunk_json().unwrap()).unwrap();
+    assert_eq!(last["choices"], json!([]));
+    assert_eq!(last["usage"], whole["usage"]);
+    assert_eq!(last["object"], "chat.completion.chunk");
+}
+
+/// `n` beyond the allowed choices: the reference's error when one is allowed, a bound otherwise.
+#[test]
+fn too_many_choices_are_refused() {
+    let body = |n: u8| json!({"model": "DeepSeek-V4-Pro", "n": n, "messages": [{"role": "user", "content": "hi"}]});
+    let convert = |n: u8, max_choices: u8| {
+        let options = ConversionOptions {
+            max_choices,
+            ..ConversionOptions::default()
+        };
+        ChatCompletionRequest::from_value(body(n))
+            .unwrap()
+            .convert(&options)
+            .map(|r| r.inference_options.n)
+    };
+    assert_eq!(
+        convert(2, 1).unwrap_err().message,
+        "Invalid n value (currently only n = 1 is supported)"
+    );
+    assert_eq!(convert(1, 1).unwrap(), Some(1));
+    assert_eq!(convert(4, 4).unwrap(), Some(4));
+    assert_eq!(
+        convert(5, 4).unwrap_err().message,
+        "Invalid n value (n must be between 1 and 4)"
+    );
+    assert_eq!(
+        convert(0, 4).unwrap_err().message,
+        "Invalid n value (n must be between 1 and 4)"
+    );
+}

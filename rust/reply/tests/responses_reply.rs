@@ -505,3 +505,45 @@ fn request_echo_reports_settings_as_written() {
     );
     assert_eq!(ReportedSettings::default().scalars.temperature, 1.0);
 }
+
+/// A stateful server's storage state is reported in every response object; by default the
+/// reference's (nothing stored) stays.
+#[test]
+fn stored_state_is_reported() {
+    let body = json!({"model": "DeepSeek-V4-Pro", "input": "hi"});
+    let (generator, _) = generator_for(&body, "resp-1", "DeepSeek-V4-Pro");
+    let state = deepseek_model::StoredState {
+        store: true,
+        previous_response_id: Some("resp_0".into()),
+        conversation: Some("conv_1".into()),
+        metadata: [("k".to_owned(), json!("v"))].into_iter().collect(),
+    };
+    for (generator, expected) in [
+        (generator.clone(), json!([false, null, null, {}])),
+        (
+            generator.with_state(state),
+            json!([true, "resp_0", {"id": "conv_1"}, {"k": "v"}]),
+        ),
+    ] {
+        let mut emitter = generator.into_emitter();
+        let mut out = Vec::new();
+        let prompt = PromptUsage {
+            prompt_tokens: 1,
+            prompt_cache_hit_tokens: 0,
+        };
+        emitter.start(prompt, None, &mut out);
+        let created: Value = serde_json::from_str(&event_text(&out[0])).unwrap();
+        let response = &created["response"];
+        let got = json!([
+            response["store"],
+            response["previous_response_id"],
+            response["conversation"],
+            response["metadata"]
+        ]);
+        assert_eq!(got, expected);
+        assert_eq!(
+            response.get("conversation").is_some(),
+            !expected[2].is_null()
+        );
+    }
+}

@@ -15,7 +15,7 @@
 //! every kept link once.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Prompts kept at most.
 const ENTRIES: usize = 4;
@@ -45,7 +45,19 @@ pub(crate) struct Encoded {
     ids: Box<[u32]>,
     /// Links to the first whole ancestor.
     depth: usize,
+    /// This link's own ids as JSON, each followed by a comma, written on first use (an
+    /// engine's request body carries the prompt as a JSON array, every turn).
+    json: OnceLock<IdsJson>,
 }
+
+/// Ids written as JSON numbers, each followed by `,`, with the byte offset of every
+/// [`JSON_STEP`]th id so a prefix of them is found without scanning them all.
+struct IdsJson {
+    text: Box<[u8]>,
+    offsets: Box<[usize]>,
+}
+
+const JSON_STEP: usize = 256;
 
 /// The part of an earlier prompt this one shares.
 struct Base {
@@ -56,6 +68,40 @@ struct Base {
     bytes: usize,
     /// Ids up to and including the last shared special.
     ids: usize,
+}
+
+impl IdsJson {
+    fn of(ids: &[u32]) -> Self {
+        let mut text = Vec::with_capacity(ids.len() * 7);
+        let mut offsets = Vec::with_capacity(ids.len() / JSON_STEP + 1);
+        let mut digits = itoa::Buffer::new();
+        for (index, &id) in ids.iter().enumerate() {
+            if index % JSON_STEP == 0 {
+                offsets.push(text.len());
+            }
+            text.extend_from_slice(digits.format(id).as_bytes());
+            text.push(b',');
+        }
+        Self {
+            text: text.into(),
+            offsets: offsets.into(),
+        }
+    }
+
+    /// The text of the first `count` ids (all of them when there are fewer).
+    fn through(&self, count: usize) -> &[u8] {
+        let Some(&start) = self.offsets.get(count / JSON_STEP) else {
+            return &self.text;
+        };
+        let end = match count % JSON_STEP {
+            0 => Some(start),
+            rest => memchr::memchr_iter(b',', self.text.get(start..).unwrap_or_default())
+                .nth(rest - 1)
+                .map(|comma| start + comma + 1),
+        };
+        end.and_then(|end| self.text.get(..end))
+            .unwrap_or(&self.text)
+    }
 }
 
 impl Encoded {
@@ -281,6 +327,7 @@ impl Encoded {
             special_ends: special_ends.into(),
             text,
             ids: ids.into(),
+            json: OnceLock::new(),
             base: Some(Base {
                 entry: ancestor,
                 specials,
@@ -308,7 +355,62 @@ impl Encoded {
             },
             ids: ids.into(),
             depth: 0,
+            json: OnceLock::new(),
         }
+    }
+
+    /// A whole prompt whose ids, ranges and text are given (kept, so later prompts can
+    /// extend it).
+    pub(crate) fn whole_kept(
+        prompt: &str,
+        ranges: &[Range<usize>],
+        ids: Vec<u32>,
+        special_ends: Vec<usize>,
+    ) -> Self {
+        Self::whole(prompt, ranges, ids, special_ends, true)
+    }
+
+    /// How many leading specials (with the gaps before them) `prompt` shares with this one.
+    pub(crate) fn shared_with(&self, prompt: &str, ranges: &[Range<usize>]) -> usize {
+        self.shared_specials(prompt, ranges, 0)
+    }
+
+    /// Append the ids as JSON, each followed by a comma (see [`IdsJson`]).
+    pub(crate) fn push_json(&self, out: &mut Vec<u8>) {
+        self.push_json_through(self.ids_len(), out);
+    }
+
+    /// The length of [`Encoded::push_json`]'s output.
+    pub(crate) fn json_len(&self) -> usize {
+        self.json_len_through(self.ids_len())
+    }
+
+    fn own_json(&self) -> &IdsJson {
+        self.json.get_or_init(|| IdsJson::of(&self.ids))
+    }
+
+    fn push_json_through(&self, count: usize, out: &mut Vec<u8>) {
+        let (_, _, base_ids) = self.base_counts();
+        if let Some(base) = &self.base {
+            base.entry.push_json_through(count.min(base_ids), out);
+        }
+        if count > base_ids {
+            out.extend_from_slice(self.own_json().through(count - base_ids));
+        }
+    }
+
+    fn json_len_through(&self, count: usize) -> usize {
+        let (_, _, base_ids) = self.base_counts();
+        let base = self
+            .base
+            .as_ref()
+            .map_or(0, |base| base.entry.json_len_through(count.min(base_ids)));
+        let own = if count > base_ids {
+            self.own_json().through(count - base_ids).len()
+        } else {
+            0
+        };
+        base + own
     }
 
     /// The number of ids of the whole prompt.

@@ -120,12 +120,77 @@ impl Tokenizer {
         special_ranges: &[Range<usize>],
         parallelism: Parallelism,
     ) -> Result<PromptIds, TokenizeError> {
-        let segments = Segments::cut(prompt, special_ranges)?;
         // A prompt that extends a recent one reuses its ids up to their last shared special.
         let reused = self.prefix_cache.longest(prompt, special_ranges);
+        self.encode_reusing(prompt, special_ranges, reused, parallelism, Keep::IfCached)
+    }
+
+    /// Encode a prompt that extends `base` (the previous turn of a stored conversation):
+    /// `base`'s ids are reused up to the last special both share, only the rest is encoded.
+    /// The result keeps its text, so the next turn can extend it in turn. Without a base the
+    /// recent-prompt cache serves as usual (a client re-sending a whole conversation). The ids
+    /// are exactly [`Tokenizer::encode_prompt`]'s.
+    pub fn encode_prompt_ids_after(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+        base: Option<&PromptIds>,
+    ) -> Result<PromptIds, TokenizeError> {
+        let (reused, keep) = match base {
+            Some(base) => {
+                let reused = base
+                    .entry()
+                    .map(|entry| (Arc::clone(entry), entry.shared_with(prompt, special_ranges)))
+                    .filter(|(_, shared)| *shared > 0);
+                (reused, Keep::Always)
+            }
+            None => (
+                self.prefix_cache.longest(prompt, special_ranges),
+                Keep::AlwaysAndCached,
+            ),
+        };
+        self.encode_reusing(prompt, special_ranges, reused, Parallelism::Parallel, keep)
+    }
+
+    /// A prompt's ids read back from storage, made extendable again: each added-vocabulary id
+    /// is a special range, every other id plain text, and the text is the ids decoded (exact
+    /// for byte-level vocabularies, the only ones this accepts). `None` for other
+    /// vocabularies, an unknown id, or ids that do not decode to UTF-8.
+    pub fn prompt_ids_from_ids(&self, ids: Vec<u32>) -> Option<PromptIds> {
+        if !self.is_byte_level() {
+            return None;
+        }
+        let mut text: Vec<u8> = Vec::with_capacity(ids.len() * 4);
+        let mut ranges = Vec::new();
+        let mut special_ends = Vec::new();
+        for (index, &id) in ids.iter().enumerate() {
+            let bytes = self.token_bytes(id)?;
+            let start = text.len();
+            text.extend_from_slice(bytes);
+            if self.is_added_id(id) {
+                ranges.push(start..text.len());
+                special_ends.push(index + 1);
+            }
+        }
+        let text = String::from_utf8(text).ok()?;
+        let entry = Encoded::whole_kept(&text, &ranges, ids, special_ends);
+        Some(PromptIds(Held::Linked(Arc::new(entry))))
+    }
+
+    fn encode_reusing(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+        reused: Option<(Arc<Encoded>, usize)>,
+        parallelism: Parallelism,
+        keep: Keep,
+    ) -> Result<PromptIds, TokenizeError> {
+        let segments = Segments::cut(prompt, special_ranges)?;
         if let Some((entry, shared)) = &reused {
             if entry.is(prompt, special_ranges, *shared) {
-                self.prefix_cache.keep(entry);
+                if keep != Keep::Always {
+                    self.prefix_cache.keep(entry);
+                }
                 return Ok(PromptIds(Held::Linked(Arc::clone(entry))));
             }
         }
@@ -168,9 +233,11 @@ impl Tokenizer {
                 .collect::<Result<_, _>>()?,
         };
         let (ids, special_ends) = gather(&gap_ids, &special_ids, reused_ids);
-        let kept = self
-            .prefix_cache
-            .keeps(prompt, special_ranges, reused_ids + ids.len());
+        let cached = keep != Keep::Always
+            && self
+                .prefix_cache
+                .keeps(prompt, special_ranges, reused_ids + ids.len());
+        let kept = cached || keep != Keep::IfCached;
         if reused.is_none() && !kept {
             return Ok(PromptIds(Held::Whole(ids)));
         }
@@ -182,7 +249,7 @@ impl Tokenizer {
             special_ends,
         };
         let entry = Arc::new(Encoded::from_tail(tail, kept));
-        if kept {
+        if cached {
             self.prefix_cache.keep(&entry);
         }
         Ok(PromptIds(Held::Linked(entry)))
@@ -228,10 +295,23 @@ fn gather(gaps: &[GapIds], specials: &[u32], reused_ids: usize) -> (Vec<u32>, Ve
     (ids, special_ends)
 }
 
+/// Whether an encoded prompt keeps its text (so a later prompt can extend it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// When the recent-prompt cache keeps it.
+    IfCached,
+    /// Always (a stored conversation's turn), without the cache.
+    Always,
+    /// Always, and in the cache when it keeps it (a stored conversation's first turn).
+    AlwaysAndCached,
+}
+
 /// A prompt's ids: one vector, or an encoded prompt shared with the recent-prompt cache
 /// (its ids in several slices, some shared with the prompts it extends).
+#[derive(Clone)]
 pub struct PromptIds(Held);
 
+#[derive(Clone)]
 enum Held {
     /// Ids of a prompt the cache does not keep and that reused nothing.
     Whole(Vec<u32>),
@@ -262,6 +342,59 @@ impl PromptIds {
                 entry.push_slices(&mut slices);
                 slices
             }
+        }
+    }
+
+    /// The encoded prompt these ids were made from, when it is kept.
+    fn entry(&self) -> Option<&Arc<Encoded>> {
+        match &self.0 {
+            Held::Whole(_) => None,
+            Held::Linked(entry) => Some(entry),
+        }
+    }
+
+    /// The ids as a JSON array (`[1,2,3]`), for an engine's request body. An encoded
+    /// prompt's ids are written once per link and reused by every later prompt extending it,
+    /// so the body of a turn that extends the last one costs a copy, not a conversion.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.json_len());
+        self.write_json(&mut out);
+        out
+    }
+
+    /// The length of [`PromptIds::to_json`]'s output.
+    pub fn json_len(&self) -> usize {
+        match &self.0 {
+            Held::Whole(ids) => {
+                let mut digits = itoa::Buffer::new();
+                ids.iter()
+                    .map(|&id| digits.format(id).len() + 1)
+                    .sum::<usize>()
+                    .max(1)
+                    + 1
+            }
+            Held::Linked(entry) => entry.json_len().max(1) + 1,
+        }
+    }
+
+    /// Append [`PromptIds::to_json`]'s output to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.push(b'[');
+        match &self.0 {
+            Held::Whole(ids) => {
+                let mut digits = itoa::Buffer::new();
+                for &id in ids {
+                    out.extend_from_slice(digits.format(id).as_bytes());
+                    out.push(b',');
+                }
+            }
+            Held::Linked(entry) => entry.push_json(out),
+        }
+        let written = out.len() > start + 1;
+        match out.last_mut() {
+            Some(last) if *last == b',' && written => *last = b']',
+            _ => out.push(b']'),
         }
     }
 

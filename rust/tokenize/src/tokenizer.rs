@@ -285,6 +285,11 @@ impl Tokenizer {
         self.full.get_vocab_size(true)
     }
 
+    /// Whether the vocabulary is byte-level (its tokens map back to bytes exactly).
+    pub fn is_byte_level(&self) -> bool {
+        matches!(self.full.get_decoder(), Some(DecoderWrapper::ByteLevel(_)))
+    }
+
     /// The raw bytes an id stands for, so a decoder can join tokens before checking UTF-8.
     /// Byte-level vocabularies map each character back to its byte; added tokens and other
     /// decoders give the token's own text (for other decoders, as the decoder renders it).

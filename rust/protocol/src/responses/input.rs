@@ -14,8 +14,13 @@
 //! text or a call, or any other message does. A turn that ends with an unanswered call is
 //! an error. Calls come out sorted by id (the reference keys them by id), their outputs in
 //! the same order. Unknown items are ignored.
+//!
+//! The conversion is a state machine over the items in order ([`InputState`]): a stored
+//! conversation keeps the state after its items, unclosed, and a later request resumes it with
+//! its own items (`history.rs`), which converts exactly as the whole item list would.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use deepseek_model::{ConversionError, Message, ModelVersion, ToolCall, WebSearchBehavior};
 use serde_json::{Map, Value};
@@ -72,21 +77,126 @@ pub fn convert_input(
         }
         Input::Items(items) => items,
     };
-    let mut builder = Builder::new(version, image_token, web_search);
-    builder.tool_names = tool_names;
-    builder
-        .out
-        .messages
-        .extend(instructions.map(Message::system));
+    let state = InputState {
+        tool_names,
+        ..InputState::default()
+    };
+    let mut builder = Builder::resume(version, image_token, web_search, state);
     for (index, item) in items.iter().enumerate() {
         builder.item(index, item)?;
     }
-    builder.close_turn()?;
-    Ok(builder.out)
+    builder.state.finish(instructions)
+}
+
+/// Where the conversion of an item list stands after some items: the messages so far, the open
+/// turn (not yet closed: later items may answer its calls), the call ids seen, the tool names
+/// taken. Cloned cheaply: the messages of earlier conversions are shared, not copied.
+#[derive(Debug, Clone, Default)]
+pub struct InputState {
+    messages: Messages,
+    loaded_tools: Vec<Pending>,
+    turn: Option<Turn>,
+    call_ids: HashSet<String>,
+    answered_ids: HashSet<String>,
+    /// Names of the declared and loaded tools so far.
+    tool_names: TakenNames,
+    /// A `tool_search_output` claimed names among `tool_names`: the state then depends on
+    /// the declared tools it started from.
+    claimed_names: bool,
+}
+
+impl InputState {
+    /// An empty conversion that starts with the declared tools' names taken.
+    pub fn new(tool_names: TakenNames) -> Self {
+        Self {
+            tool_names,
+            ..Self::default()
+        }
+    }
+
+    /// Whether a `tool_search_output` took names (so the declared tools matter).
+    pub fn claimed_names(&self) -> bool {
+        self.claimed_names
+    }
+
+    /// Share the messages so far with every clone, so cloning this state stays cheap.
+    pub fn freeze(&mut self) {
+        self.messages.freeze();
+    }
+
+    /// Resume with `items`, numbered in errors from `first_index`.
+    pub fn convert(
+        self,
+        items: &[Item],
+        first_index: usize,
+        version: ModelVersion,
+        image_token: &str,
+        web_search: WebSearchBehavior,
+    ) -> Result<Self, ConversionError> {
+        let mut builder = Builder::resume(version, image_token, web_search, self);
+        for (index, item) in items.iter().enumerate() {
+            builder.item(first_index + index, item)?;
+        }
+        Ok(builder.state)
+    }
+
+    /// Close the open turn and gather the messages, after the `instructions` system message.
+    pub fn finish(
+        mut self,
+        instructions: Option<String>,
+    ) -> Result<ConvertedInput, ConversionError> {
+        close_turn(&mut self)?;
+        let mut messages = Vec::with_capacity(self.messages.len() + 1);
+        messages.extend(instructions.map(Message::system));
+        self.messages.move_into(&mut messages);
+        Ok(ConvertedInput {
+            messages,
+            loaded_tools: self.loaded_tools,
+        })
+    }
+}
+
+/// Messages in order: segments shared with stored conversations, then this conversion's own.
+#[derive(Debug, Clone, Default)]
+struct Messages {
+    frozen: Vec<Arc<[Message]>>,
+    fresh: Vec<Message>,
+}
+
+impl Messages {
+    fn push(&mut self, message: Message) {
+        self.fresh.push(message);
+    }
+
+    fn extend(&mut self, messages: impl IntoIterator<Item = Message>) {
+        self.fresh.extend(messages);
+    }
+
+    fn len(&self) -> usize {
+        self.frozen
+            .iter()
+            .map(|segment| segment.len())
+            .sum::<usize>()
+            + self.fresh.len()
+    }
+
+    fn freeze(&mut self) {
+        if !self.fresh.is_empty() {
+            self.frozen.push(std::mem::take(&mut self.fresh).into());
+        }
+    }
+
+    /// Append every message to `out` (the shared ones copied, this conversion's moved).
+    fn move_into(self, out: &mut Vec<Message>) {
+        for segment in &self.frozen {
+            out.extend_from_slice(segment);
+        }
+        out.extend(self.fresh);
+    }
 }
 
 /// Consecutive assistant outputs merged into one message, with the outputs answering it.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct Turn {
     /// An assistant message or call was seen (not only reasoning).
     has_output: bool,
@@ -111,12 +221,7 @@ struct Builder<'a> {
     version: ModelVersion,
     image_token: &'a str,
     web_search: WebSearchBehavior,
-    out: ConvertedInput,
-    turn: Option<Turn>,
-    call_ids: HashSet<String>,
-    answered_ids: HashSet<String>,
-    /// Names of the declared and loaded tools so far.
-    tool_names: TakenNames,
+    state: InputState,
 }
 
 fn empty_call_id(index: usize) -> ConversionError {
@@ -132,16 +237,17 @@ fn assistant_image(index: usize) -> ConversionError {
 }
 
 impl<'a> Builder<'a> {
-    fn new(version: ModelVersion, image_token: &'a str, web_search: WebSearchBehavior) -> Self {
+    fn resume(
+        version: ModelVersion,
+        image_token: &'a str,
+        web_search: WebSearchBehavior,
+        state: InputState,
+    ) -> Self {
         Self {
             version,
             image_token,
             web_search,
-            out: ConvertedInput::default(),
-            turn: None,
-            call_ids: HashSet::new(),
-            answered_ids: HashSet::new(),
-            tool_names: TakenNames::default(),
+            state,
         }
     }
 
@@ -161,14 +267,14 @@ impl<'a> Builder<'a> {
                     .join("\n");
                 // Reasoning with text starts a new turn after a text or a call; without text
                 // it only ends a turn that made calls, like an empty assistant text.
-                if self.turn.as_ref().is_some_and(|t| {
+                if self.state.turn.as_ref().is_some_and(|t| {
                     !t.calls.is_empty() || (!joined.is_empty() && !t.texts.is_empty())
                 }) {
                     self.close_turn()?;
                 }
                 // Reasoning without text counts as none.
                 if !joined.is_empty() {
-                    let turn = self.turn.get_or_insert_with(Turn::default);
+                    let turn = self.state.turn.get_or_insert_with(Turn::default);
                     turn.reasoning.get_or_insert_with(Vec::new).push(joined);
                 }
                 Ok(())
@@ -231,7 +337,12 @@ impl<'a> Builder<'a> {
             }
             // A server-side search ends a turn that made calls, like an assistant text would.
             TypedItem::WebSearchCall {} => {
-                if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
+                if self
+                    .state
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| !t.calls.is_empty())
+                {
                     self.close_turn()?;
                 }
                 Ok(())
@@ -251,7 +362,7 @@ impl<'a> Builder<'a> {
         if message.role == Role::Assistant {
             self.open_text_turn()?;
             let text = self.assistant_text(index, &message.content)?;
-            if let (Some(turn), false) = (self.turn.as_mut(), text.is_empty()) {
+            if let (Some(turn), false) = (self.state.turn.as_mut(), text.is_empty()) {
                 turn.texts.push(text);
             }
             return Ok(());
@@ -262,7 +373,7 @@ impl<'a> Builder<'a> {
             _ => Message::system(""),
         };
         let content = self.content(index, &message.content)?;
-        self.out.messages.push(content.into_message(base));
+        self.state.messages.push(content.into_message(base));
         Ok(())
     }
 
@@ -418,7 +529,7 @@ impl<'a> Builder<'a> {
         let Some(id) = call_id else {
             // An output naming no call stands alone: it ends the turn.
             self.close_turn()?;
-            self.out.messages.push(message);
+            self.state.messages.push(message);
             return Ok(());
         };
         let position = self.answer(index, id)?;
@@ -439,7 +550,8 @@ impl<'a> Builder<'a> {
         let content = tool_defs::loaded_listing(&output.tools, index)?;
         let mut tools: Vec<Pending> = pending.into_iter().map(Pending::deferred).collect();
         for tool in &mut tools {
-            tool.claim_name(&mut self.tool_names);
+            tool.claim_name(&mut self.state.tool_names);
+            self.state.claimed_names = true;
         }
         let mut messages = vec![Message::tool(content, Some(output.call_id.clone()))];
         if !tools.is_empty() {
@@ -448,16 +560,21 @@ impl<'a> Builder<'a> {
             messages.push(system);
         }
         self.record_output(position, messages);
-        self.out.loaded_tools.extend(tools);
+        self.state.loaded_tools.extend(tools);
         Ok(())
     }
 
     /// Make the open turn ready for an assistant text: a text after calls starts a new one.
     fn open_text_turn(&mut self) -> Result<(), ConversionError> {
-        if self.turn.as_ref().is_some_and(|t| !t.calls.is_empty()) {
+        if self
+            .state
+            .turn
+            .as_ref()
+            .is_some_and(|t| !t.calls.is_empty())
+        {
             self.close_turn()?;
         }
-        self.turn.get_or_insert_with(Turn::default).has_output = true;
+        self.state.turn.get_or_insert_with(Turn::default).has_output = true;
         Ok(())
     }
 
@@ -465,20 +582,21 @@ impl<'a> Builder<'a> {
         if call.id.is_empty() {
             return Err(empty_call_id(index));
         }
-        if !self.call_ids.insert(call.id.clone()) {
+        if !self.state.call_ids.insert(call.id.clone()) {
             return Err(ConversionError::new(format!(
                 "Duplicate 'call_id': {}.",
                 call.id
             )));
         }
         if self
+            .state
             .turn
             .as_ref()
             .is_some_and(|t| !t.calls.is_empty() && t.all_answered())
         {
             self.close_turn()?;
         }
-        let turn = self.turn.get_or_insert_with(Turn::default);
+        let turn = self.state.turn.get_or_insert_with(Turn::default);
         turn.has_output = true;
         turn.positions.insert(call.id.clone(), turn.calls.len());
         turn.calls.push(call);
@@ -492,12 +610,12 @@ impl<'a> Builder<'a> {
         if id.is_empty() {
             return Err(empty_call_id(index));
         }
-        if self.answered_ids.contains(id) {
+        if self.state.answered_ids.contains(id) {
             return Err(ConversionError::new(format!(
                 "Duplicate tool output for call_id: {id}."
             )));
         }
-        let found = self.turn.as_mut().and_then(|t| {
+        let found = self.state.turn.as_mut().and_then(|t| {
             let position = *t.positions.get(id)?;
             Some((t, position))
         });
@@ -510,63 +628,67 @@ impl<'a> Builder<'a> {
             *answered = true;
             turn.unanswered = turn.unanswered.saturating_sub(1);
         }
-        self.answered_ids.insert(id.to_owned());
+        self.state.answered_ids.insert(id.to_owned());
         Ok(position)
     }
 
     fn record_output(&mut self, position: usize, messages: Vec<Message>) {
-        if let Some(turn) = self.turn.as_mut() {
+        if let Some(turn) = self.state.turn.as_mut() {
             turn.outputs.push((position, messages));
         }
     }
 
-    /// Emit the open assistant message and its outputs, checking every call was answered.
     fn close_turn(&mut self) -> Result<(), ConversionError> {
-        let Some(mut turn) = self.turn.take() else {
-            return Ok(());
-        };
-        let reasoning = turn.reasoning.take().map(|texts| texts.join("\n"));
-        if !turn.has_output && reasoning.is_none() {
-            return Ok(());
-        }
-        // The reference names one unanswered call, picked from a hash set; the last one is
-        // what it names most often.
-        if let Some((call, _)) = turn
-            .calls
-            .iter()
-            .zip(&turn.answered)
-            .rev()
-            .find(|(_, answered)| !**answered)
-        {
-            return Err(ConversionError::new(format!(
-                "No tool output found for tool call {}.",
-                call.id
-            )));
-        }
-        let calls = &turn.calls;
-        turn.outputs.sort_by(|(a, _), (b, _)| {
-            calls
-                .get(*a)
-                .map(|c| &c.id)
-                .cmp(&calls.get(*b).map(|c| &c.id))
-        });
-        turn.calls.sort_by(|a, b| a.id.cmp(&b.id));
-        let calls = if turn.calls.is_empty() {
-            None
-        } else {
-            Some(turn.calls)
-        };
-        self.out.messages.push(Message::assistant(
-            turn.texts.join("\n\n"),
-            reasoning,
-            calls,
-            false,
-        ));
-        self.out
-            .messages
-            .extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
-        Ok(())
+        close_turn(&mut self.state)
     }
+}
+
+/// Emit the open assistant message and its outputs, checking every call was answered.
+fn close_turn(state: &mut InputState) -> Result<(), ConversionError> {
+    let Some(mut turn) = state.turn.take() else {
+        return Ok(());
+    };
+    let reasoning = turn.reasoning.take().map(|texts| texts.join("\n"));
+    if !turn.has_output && reasoning.is_none() {
+        return Ok(());
+    }
+    // The reference names one unanswered call, picked from a hash set; the last one is
+    // what it names most often.
+    if let Some((call, _)) = turn
+        .calls
+        .iter()
+        .zip(&turn.answered)
+        .rev()
+        .find(|(_, answered)| !**answered)
+    {
+        return Err(ConversionError::new(format!(
+            "No tool output found for tool call {}.",
+            call.id
+        )));
+    }
+    let calls = &turn.calls;
+    turn.outputs.sort_by(|(a, _), (b, _)| {
+        calls
+            .get(*a)
+            .map(|c| &c.id)
+            .cmp(&calls.get(*b).map(|c| &c.id))
+    });
+    turn.calls.sort_by(|a, b| a.id.cmp(&b.id));
+    let calls = if turn.calls.is_empty() {
+        None
+    } else {
+        Some(turn.calls)
+    };
+    state.messages.push(Message::assistant(
+        turn.texts.join("\n\n"),
+        reasoning,
+        calls,
+        false,
+    ));
+    state
+        .messages
+        .extend(turn.outputs.into_iter().flat_map(|(_, messages)| messages));
+    Ok(())
 }
 
 #[cfg(test)]

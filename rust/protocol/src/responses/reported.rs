@@ -5,7 +5,7 @@
 //! ([`ReportedSettings`], [`RequestReply`]) are `deepseek-model`'s, so the reply reads them
 //! without this crate.
 
-use deepseek_model::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho};
+use deepseek_model::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState};
 use serde_json::{json, Value};
 
 /// The scalar settings as conversion typed them, plus the structured settings read from the
@@ -17,6 +17,7 @@ pub fn reported_settings(scalars: &ResponsesEcho, body: &Value) -> ReportedSetti
         text: text(body.get("text")),
         tool_choice: tool_choice(body.get("tool_choice")),
         tools: tools(body.get("tools")),
+        state: StoredState::default(),
     }
 }
 

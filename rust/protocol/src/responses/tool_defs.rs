@@ -47,7 +47,7 @@ fn custom_in_namespace(name: &str, path: &str, tool: usize, member: usize) -> Co
 /// of a base was found taken it stays taken: the search for the next member with that base
 /// resumes after the last suffix tried instead of at 1, and k members sharing a base cost
 /// O(k) lookups, not O(k²).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct TakenNames {
     names: HashSet<String>,
     next_suffix: HashMap<String, usize>,

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use deepseek_stream::emit::TokenLogprob;
 use deepseek_stream::Segment;
 
-use super::events::{push_logprobs, push_usage, ChatCompletionChunk, ChatUsage, Delta};
+use super::events::{
+    push_logprobs, push_usage, usage_chunk_json, ChatCompletionChunk, ChatUsage, Delta, UsageKey,
+};
 use crate::json::{push_opt_str, push_str};
 
 /// One accumulated tool call.
@@ -36,9 +38,12 @@ pub struct ChatCompletionResponse {
     id: String,
     model: String,
     created: u64,
-    choice: Option<Choice>,
+    /// The choices by index (one unless the request asked for several).
+    choices: Vec<(usize, Choice)>,
     usage: Option<ChatUsage>,
     system_fingerprint: Option<Arc<str>>,
+    /// The stream leaves usage out (streamed without `stream_options.include_usage`).
+    usage_omitted: bool,
 }
 
 impl ChatCompletionResponse {
@@ -55,21 +60,48 @@ impl ChatCompletionResponse {
             id: id.to_owned(),
             model: model.to_owned(),
             created,
-            choice: None,
+            choices: Vec::new(),
             usage: None,
             system_fingerprint: None,
+            usage_omitted: false,
         }
     }
 
     /// Fold one chunk in.
     pub fn accumulate(&mut self, chunk: ChatCompletionChunk) {
+        self.usage_omitted = chunk.usage_key == UsageKey::Omitted;
         if chunk.system_fingerprint.is_some() {
             self.system_fingerprint = chunk.system_fingerprint.clone();
         }
-        if chunk.usage.is_some() {
-            self.usage = chunk.usage;
+        match (chunk.usage, &mut self.usage) {
+            // One choice of several: the completions add up, the prompt is counted once.
+            (Some(usage), Some(total)) if chunk.usage_held => {
+                total.completion_tokens += usage.completion_tokens;
+                total.reasoning_tokens = match (total.reasoning_tokens, usage.reasoning_tokens) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+            }
+            (Some(usage), _) => self.usage = Some(usage),
+            (None, _) => {}
         }
-        let choice = self.choice.get_or_insert_with(Choice::default);
+        let at = match self
+            .choices
+            .iter()
+            .position(|(index, _)| *index == chunk.choice)
+        {
+            Some(at) => at,
+            None => {
+                let at = self
+                    .choices
+                    .partition_point(|(index, _)| *index < chunk.choice);
+                self.choices.insert(at, (chunk.choice, Choice::default()));
+                at
+            }
+        };
+        let Some((_, choice)) = self.choices.get_mut(at) else {
+            return;
+        };
         match chunk.delta {
             Delta::Role(opens) => {
                 if opens == Segment::Reasoning && choice.reasoning.is_none() {
@@ -123,8 +155,11 @@ impl ChatCompletionResponse {
         out.push_str(",\"model\":");
         push_str(&mut out, &self.model);
         out.push_str(",\"choices\":[");
-        if let Some(choice) = &self.choice {
-            write_choice(&mut out, choice);
+        for (n, (index, choice)) in self.choices.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            write_choice(&mut out, *index, choice);
         }
         out.push(']');
         if let Some(usage) = &self.usage {
@@ -135,6 +170,19 @@ impl ChatCompletionResponse {
         push_opt_str(&mut out, self.system_fingerprint.as_deref());
         out.push('}');
         out
+    }
+
+    /// The chunk that ends a stream of several choices: no choices, the usage of them all
+    /// (`None` before any usage was accumulated, or for a stream that leaves usage out).
+    pub fn usage_chunk_json(&self) -> Option<String> {
+        let usage = self.usage.as_ref().filter(|_| !self.usage_omitted)?;
+        Some(usage_chunk_json(
+            &self.id,
+            &self.model,
+            self.created,
+            self.system_fingerprint.as_deref(),
+            usage,
+        ))
     }
 
     /// Chat SSE events are unnamed `data:` lines.
@@ -148,8 +196,11 @@ impl ChatCompletionResponse {
     }
 }
 
-fn write_choice(out: &mut String, choice: &Choice) {
-    out.push_str("{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+fn write_choice(out: &mut String, index: usize, choice: &Choice) {
+    let _ = write!(
+        out,
+        "{{\"index\":{index},\"message\":{{\"role\":\"assistant\",\"content\":"
+    );
     push_str(out, &choice.content);
     if let Some(reasoning) = &choice.reasoning {
         out.push_str(",\"reasoning_content\":");

@@ -25,9 +25,22 @@ pub struct ChatCompletionChunkGenerator {
     /// content, or a request whose parsing options start in content).
     pub opens: Segment,
     pub usage_key: UsageKey,
+    /// The choice this stream is (0 unless the request asked for several).
+    pub choice: usize,
+    /// One choice of several: its usage is held back for the usage chunk of them all.
+    pub one_of_several: bool,
 }
 
 impl ChatCompletionChunkGenerator {
+    /// This generator as choice `index` of several (a request's `n`): every chunk names
+    /// the choice, and the final chunk's usage is held for the chunk reporting the usage of
+    /// all choices (`ChatCompletionResponse::usage_chunk_json`).
+    pub fn with_choice(mut self, index: usize) -> Self {
+        self.choice = index;
+        self.one_of_several = true;
+        self
+    }
+
     /// The generator for a converted request, stamped with the current time.
     pub fn new(request: &ConversationRequest, id: &str, model: &str) -> Self {
         let usage_key = if request.stream && !request.reply.include_usage {
@@ -51,6 +64,8 @@ impl ChatCompletionChunkGenerator {
                 Segment::Content
             },
             usage_key,
+            choice: 0,
+            one_of_several: false,
         }
     }
 
@@ -83,6 +98,8 @@ impl ChatEmitter {
             finish_reason: None,
             usage: None,
             usage_key: self.generator.usage_key,
+            choice: self.generator.choice,
+            usage_held: self.generator.one_of_several,
         }
     }
 }

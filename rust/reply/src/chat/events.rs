@@ -65,6 +65,11 @@ pub struct ChatCompletionChunk {
     /// `None`: no usage yet; whether the key appears is `usage_key`.
     pub usage: Option<ChatUsage>,
     pub usage_key: UsageKey,
+    /// The choice this chunk belongs to (0 unless the request asked for several).
+    pub choice: usize,
+    /// One choice of several: `usage` is this choice's, kept for the accumulated usage and
+    /// written as if absent (the usage of all choices comes in a chunk of its own).
+    pub usage_held: bool,
 }
 
 impl ChatCompletionChunk {
@@ -79,7 +84,7 @@ impl ChatCompletionChunk {
         push_str(&mut out, &self.model);
         out.push_str(",\"system_fingerprint\":");
         push_opt_str(&mut out, self.system_fingerprint.as_deref());
-        out.push_str(",\"choices\":[{\"index\":0,\"delta\":");
+        let _ = write!(out, ",\"choices\":[{{\"index\":{},\"delta\":", self.choice);
         self.write_delta(&mut out);
         out.push_str(",\"logprobs\":");
         match &self.logprobs {
@@ -96,7 +101,10 @@ impl ChatCompletionChunk {
         out.push_str(",\"finish_reason\":");
         push_opt_str(&mut out, self.finish_reason);
         out.push_str("}]");
-        match (&self.usage, self.usage_key) {
+        match (
+            self.usage.as_ref().filter(|_| !self.usage_held),
+            self.usage_key,
+        ) {
             (Some(usage), _) => {
                 out.push_str(",\"usage\":");
                 push_usage(&mut out, usage);
@@ -157,6 +165,30 @@ impl ChatCompletionChunk {
             Delta::Final => out.push_str("{\"content\":\"\"}"),
         }
     }
+}
+
+/// The chunk that ends a stream of several choices with their usage: no choices, the
+/// prompt counted once, the completions added up.
+pub fn usage_chunk_json(
+    id: &str,
+    model: &str,
+    created: u64,
+    system_fingerprint: Option<&str>,
+    usage: &ChatUsage,
+) -> String {
+    let mut out = String::with_capacity(256);
+    out.push_str("{\"id\":");
+    push_str(&mut out, id);
+    out.push_str(",\"object\":\"chat.completion.chunk\",\"created\":");
+    let _ = write!(out, "{created}");
+    out.push_str(",\"model\":");
+    push_str(&mut out, model);
+    out.push_str(",\"system_fingerprint\":");
+    push_opt_str(&mut out, system_fingerprint);
+    out.push_str(",\"choices\":[],\"usage\":");
+    push_usage(&mut out, usage);
+    out.push('}');
+    out
 }
 
 pub(super) fn push_usage(out: &mut String, usage: &ChatUsage) {

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use deepseek_model::{ConversationRequest, NamespaceTools, ReportedSettings, RequestReply};
+use deepseek_model::{
+    ConversationRequest, NamespaceTools, ReportedSettings, RequestReply, StoredState,
+};
 use deepseek_stream::emit::{Completion, Emitter, FinishReason, PromptUsage, TokenLogprob, Usage};
 use deepseek_stream::Segment;
 
@@ -49,6 +51,13 @@ impl ResponsesGenerator {
     /// Report these settings instead.
     pub fn with_settings(mut self, settings: ReportedSettings) -> Self {
         self.settings = Arc::new(settings);
+        self
+    }
+
+    /// Report this storage state (a stateful server's: `store`, the response continued, the
+    /// conversation, `metadata`) instead of the reference's (nothing stored).
+    pub fn with_state(mut self, state: StoredState) -> Self {
+        Arc::make_mut(&mut self.settings).state = state;
         self
     }
 

@@ -265,6 +265,9 @@ impl Serialize for ResponseObject {
         map.serialize_entry("background", &false)?;
         map.serialize_entry("completed_at", &self.completed_at)?;
         map.serialize_entry("content_filters", &null)?;
+        if let Some(conversation) = &s.state.conversation {
+            map.serialize_entry("conversation", &serde_json::json!({"id": conversation}))?;
+        }
         map.serialize_entry("error", &null)?;
         map.serialize_entry("frequency_penalty", &0.0f64)?;
         map.serialize_entry("incomplete_details", &self.incomplete_details)?;
@@ -276,13 +279,13 @@ impl Serialize for ResponseObject {
         map.serialize_entry("output", &self.output)?;
         map.serialize_entry("parallel_tool_calls", &true)?;
         map.serialize_entry("presence_penalty", &0.0f64)?;
-        map.serialize_entry("previous_response_id", &null)?;
+        map.serialize_entry("previous_response_id", &s.state.previous_response_id)?;
         map.serialize_entry("prompt_cache_key", &null)?;
         map.serialize_entry("prompt_cache_retention", &null)?;
         map.serialize_entry("reasoning", &s.reasoning)?;
         map.serialize_entry("safety_identifier", &null)?;
         map.serialize_entry("service_tier", "default")?;
-        map.serialize_entry("store", &false)?;
+        map.serialize_entry("store", &s.state.store)?;
         map.serialize_entry("temperature", &F32(s.scalars.temperature))?;
         map.serialize_entry("text", &s.text)?;
         map.serialize_entry("tool_choice", &s.tool_choice)?;
@@ -292,7 +295,7 @@ impl Serialize for ResponseObject {
         map.serialize_entry("truncation", "disabled")?;
         map.serialize_entry("usage", &self.usage)?;
         map.serialize_entry("user", &s.scalars.user)?;
-        map.serialize_entry("metadata", &serde_json::Map::new())?;
+        map.serialize_entry("metadata", &s.state.metadata)?;
         map.end()
     }
 }

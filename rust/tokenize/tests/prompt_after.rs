@@ -1,0 +1,141 @@
+//! Encoding a prompt after an earlier one (a stored conversation's next turn), ids read back
+//! from storage, and ids as JSON: each gives exactly the ids of a fresh encode.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::ops::Range;
+
+use common::{Lcg, PromptBuilder};
+use deepseek_tokenize::{PromptIds, Tokenizer};
+
+const WORDS: &[&str] = &[
+    "the",
+    " quick",
+    " fox",
+    " 中文",
+    " <｜User｜>",
+    "\n\n",
+    " émoji 🦊",
+    " {\"a\": 1}",
+    "  ",
+    "x",
+];
+
+/// A prompt of `turns` turns, each a few specials and texts of the generator's choosing; the
+/// same `seed` gives the same turns, so a shorter prompt is a prefix of a longer one.
+fn prompt(seed: u64, turns: usize, last_text: &str) -> (String, Vec<Range<usize>>) {
+    let mut rng = Lcg(seed);
+    let mut builder = PromptBuilder::new();
+    for turn in 0..turns {
+        builder.turn(turn);
+        let words = 1 + rng.next() % 40;
+        for _ in 0..words * (1 + turn % 7) {
+            builder.prompt.push_str(rng.pick(WORDS));
+        }
+        if rng.next().is_multiple_of(4) {
+            builder.special("<think>");
+            builder.prompt.push_str("reasoning ");
+            builder.special("</think>");
+        }
+    }
+    builder.prompt.push_str(last_text);
+    builder.special("<｜Assistant｜>");
+    builder.build()
+}
+
+fn json_of(ids: &[u32]) -> Vec<u8> {
+    serde_json::to_vec(ids).unwrap()
+}
+
+fn check(
+    tokenizer: &Tokenizer,
+    ids: &PromptIds,
+    prompt: &str,
+    ranges: &[Range<usize>],
+    what: &str,
+) {
+    let fresh = tokenizer.encode_prompt_sequential(prompt, ranges).unwrap();
+    let got = ids.clone().into_vec();
+    assert_eq!(got, fresh, "{what}: ids");
+    assert_eq!(ids.to_json(), json_of(&fresh), "{what}: JSON");
+    assert_eq!(ids.json_len(), ids.to_json().len(), "{what}: JSON length");
+}
+
+#[test]
+fn turns_encoded_after_the_last_one_equal_fresh_encodes() {
+    let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
+    for seed in 0..6u64 {
+        let mut base: Option<PromptIds> = None;
+        // More turns than a chain of links is allowed to grow (it is cut and kept whole).
+        for turns in 1..45usize {
+            // Every third turn ends in other text: the base is then shared only in part.
+            let last = if turns.is_multiple_of(3) {
+                " other ending"
+            } else {
+                ""
+            };
+            let (text, ranges) = prompt(seed, turns, last);
+            let ids = tokenizer
+                .encode_prompt_ids_after(&text, &ranges, base.as_ref())
+                .unwrap();
+            check(
+                &tokenizer,
+                &ids,
+                &text,
+                &ranges,
+                &format!("seed {seed}, turn {turns}"),
+            );
+            // The same prompt again is the same ids.
+            let again = tokenizer
+                .encode_prompt_ids_after(&text, &ranges, Some(&ids))
+                .unwrap();
+            check(
+                &tokenizer,
+                &again,
+                &text,
+                &ranges,
+                &format!("seed {seed}, turn {turns} again"),
+            );
+            base = Some(ids);
+        }
+    }
+}
+
+#[test]
+fn ids_read_back_from_storage_extend_like_the_originals() {
+    let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
+    for seed in 10..14u64 {
+        let (text, ranges) = prompt(seed, 9, "");
+        let stored = tokenizer.encode_prompt(&text, &ranges).unwrap();
+        let base = tokenizer.prompt_ids_from_ids(stored.clone()).unwrap();
+        assert_eq!(base.clone().into_vec(), stored);
+        for turns in [9, 10, 14] {
+            let (longer, longer_ranges) = prompt(seed, turns, " and more");
+            let ids = tokenizer
+                .encode_prompt_ids_after(&longer, &longer_ranges, Some(&base))
+                .unwrap();
+            check(
+                &tokenizer,
+                &ids,
+                &longer,
+                &longer_ranges,
+                &format!("seed {seed}, {turns} turns after stored"),
+            );
+        }
+    }
+    // Ids that are not the vocabulary's are refused.
+    assert!(tokenizer.prompt_ids_from_ids(vec![u32::MAX]).is_none());
+}
+
+#[test]
+fn json_of_whole_and_empty_ids() {
+    let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
+    for ids in [vec![], vec![0], vec![1, 22, 333, 4444, 55555, 128_000]] {
+        let whole = PromptIds::from(ids.clone());
+        assert_eq!(whole.to_json(), json_of(&ids));
+        assert_eq!(whole.json_len(), json_of(&ids).len());
+    }
+    let empty = tokenizer.encode_prompt_ids_after("", &[], None).unwrap();
+    assert_eq!(empty.to_json(), b"[]");
+}

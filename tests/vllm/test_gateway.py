@@ -1,0 +1,339 @@
+"""The gateway (``--backend completions``) in front of a real vLLM, in each protocol.
+
+vLLM receives the gateway's exact prompt ids on ``/v1/completions`` and streams output ids
+back (``return_token_ids``); outputs are scripted as in ``test_plugin.py``. The last test kills
+vLLM, so it runs against a server of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import deepseek_recipe as dr
+from deepseek_recipe.frontend import Protocol
+from deepseek_recipe.gateway import GatewaySettings, create_app
+from tests.gateway_support import ServerThread, check_response, check_stream, parse_sse, serving, settle
+from tests.vllm.servers import MAX_MODEL_LEN, SERVED_NAME, Scripts, VllmServer
+
+MODEL = SERVED_NAME
+PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+PROTOCOLS: list[Protocol] = ["chat", "messages", "responses"]
+
+
+@pytest.fixture(scope="module")
+def frontend() -> dr.Frontend:
+    return dr.Frontend()
+
+
+def gateway_for(url: str) -> Any:
+    # The context limit is the engine's (--max-model-len): max_tokens is resolved against it.
+    settings = GatewaySettings(
+        backend="completions", backend_urls=[url], context_limit=MAX_MODEL_LEN, log_requests=False, webui=False
+    )
+    return create_app(settings)
+
+
+@pytest.fixture(scope="module")
+def gateway(plugin_vllm: VllmServer) -> Iterator[ServerThread]:
+    with serving(gateway_for(plugin_vllm.url)) as server:
+        yield server
+
+
+def body_for(protocol: Protocol, prompt: str, **extra: Any) -> dict[str, Any]:
+    if protocol == "responses":
+        return {"model": MODEL, "input": prompt, **extra}
+    body: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": prompt}], **extra}
+    if protocol == "messages":
+        body.setdefault("max_tokens", 512)
+    return body
+
+
+def script_reply(scripts: Scripts, frontend: dr.Frontend, protocol: Protocol, body: dict[str, Any], text: str) -> int:
+    """The engine will answer ``body``'s exact prompt with ``text``; returns the output's length."""
+    ids = [*frontend.tokenizer.encode(text), *frontend.stop_token_ids]
+    scripts.script(frontend.prepare(protocol, body).prompt_ids.tolist(), ids)
+    return len(ids)
+
+
+def usage_of(protocol: Protocol, response: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(prompt, cached, completion, reasoning) tokens as the protocol reports them."""
+    usage = response["usage"]
+    if protocol == "chat":
+        details = usage.get("prompt_tokens_details") or {}
+        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        return usage["prompt_tokens"], details.get("cached_tokens") or 0, usage["completion_tokens"], reasoning
+    if protocol == "responses":
+        reasoning = usage["output_tokens_details"]["reasoning_tokens"]
+        cached = usage["input_tokens_details"]["cached_tokens"]
+        return usage["input_tokens"], cached, usage["output_tokens"], reasoning
+    cached = usage.get("cache_read_input_tokens") or 0
+    return usage["input_tokens"] + cached, cached, usage["output_tokens"], 0
+
+
+def reply_text(protocol: Protocol, response: dict[str, Any]) -> tuple[str, str]:
+    """(reasoning, content) of a whole response."""
+    if protocol == "chat":
+        message = response["choices"][0]["message"]
+        return message.get("reasoning_content") or "", message.get("content") or ""
+    if protocol == "responses":
+        reasoning = "".join(
+            part["text"]
+            for item in response["output"]
+            if item["type"] == "reasoning"
+            for part in item.get("content") or ()
+        )
+        content = "".join(
+            part["text"] for item in response["output"] if item["type"] == "message" for part in item["content"]
+        )
+        return reasoning, content
+    thinking = "".join(block["thinking"] for block in response["content"] if block["type"] == "thinking")
+    text = "".join(block["text"] for block in response["content"] if block["type"] == "text")
+    return thinking, text
+
+
+def final_response(protocol: Protocol, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole response a stream's events add up to (its usage and text)."""
+    if protocol == "responses":
+        response: dict[str, Any] = events[-1]["response"]
+        return response
+    if protocol == "chat":
+        reasoning = "".join(e["choices"][0]["delta"].get("reasoning_content") or "" for e in events if e["choices"])
+        content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+        usage = next(e["usage"] for e in reversed(events) if e.get("usage"))
+        return {"choices": [{"message": {"reasoning_content": reasoning, "content": content}}], "usage": usage}
+    start = events[0]["message"]
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+    final = next(e for e in events if e["type"] == "message_delta")
+    return {
+        "content": [
+            {"type": "thinking", "thinking": "".join(d.get("thinking", "") for d in deltas)},
+            {"type": "text", "text": "".join(d.get("text", "") for d in deltas)},
+        ],
+        "usage": {**start["usage"], **{k: v for k, v in final["usage"].items() if v is not None}},
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_replies_and_usage_that_adds_up(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol, stream: bool
+) -> None:
+    body = body_for(protocol, f"Reply {protocol} {stream}.")
+    reasoning_text, content_text = "Reasoning 東京 🙂 here.", "Content é here."
+    length = script_reply(scripts, frontend, protocol, body, f"{reasoning_text}</think>{content_text}")
+    extra: dict[str, Any] = {"stream": stream}
+    if stream and protocol == "chat":
+        extra["stream_options"] = {"include_usage": True}
+    response = httpx.post(gateway.url + PATHS[protocol], json={**body, **extra}, timeout=300)
+    assert response.status_code == 200, response.text
+    whole = (
+        final_response(protocol, check_stream(protocol, response.content))
+        if stream
+        else check_response(protocol, response.content)
+    )
+    assert reply_text(protocol, whole) == (reasoning_text, content_text)
+    prompt, cached, completion, reasoning = usage_of(protocol, whole)
+    assert prompt == len(frontend.prepare(protocol, body).prompt_ids)
+    assert cached <= prompt
+    assert completion == length - 1 or completion == length  # the end of sentence may be counted
+    assert reasoning <= completion
+    if protocol != "messages":
+        assert reasoning == len(frontend.tokenizer.encode(reasoning_text))
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_usage_of_a_random_reply_adds_up(gateway: ServerThread, frontend: dr.Frontend, protocol: Protocol) -> None:
+    """Unscripted, the model writes random ids; re-encoding the reasoning text they decode to can
+    take more tokens than the model wrote, so the count must come from the ids themselves."""
+    limits = {"messages": {"max_tokens": 48}, "responses": {"max_output_tokens": 48}}
+    for attempt in range(3):
+        body = {**body_for(protocol, f"Say anything {attempt}."), **limits.get(protocol, {"max_tokens": 48})}
+        response = httpx.post(gateway.url + PATHS[protocol], json=body, timeout=300)
+        whole = check_response(protocol, response.content)
+        _, _, completion, reasoning = usage_of(protocol, whole)
+        assert 0 < completion <= 48
+        assert reasoning <= completion
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_cached_prompt_tokens_are_reported(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol
+) -> None:
+    """vLLM (``--enable-prompt-tokens-details``) reports its prefix-cache hits; a repeated long
+    prompt hits."""
+    body = body_for(protocol, "Cache me. " + "The same long context. " * 80 + protocol)
+    script_reply(scripts, frontend, protocol, body, "Yes.</think>Cached.")
+    for _ in range(2):
+        response = httpx.post(gateway.url + PATHS[protocol], json=body, timeout=300)
+        whole = check_response(protocol, response.content)
+    prompt, cached, _, _ = usage_of(protocol, whole)
+    assert 0 < cached <= prompt
+
+
+# Every value from a closed set: whatever a random model picks, the grammar ends the JSON soon.
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "sure": {"type": "boolean"}},
+    "required": ["answer", "sure"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses"])
+def test_structured_output_is_enforced_by_vllm(gateway: ServerThread, protocol: Protocol) -> None:
+    """No script: the random model writes whatever vLLM's grammar lets it, which must be the schema."""
+    if protocol == "chat":
+        body = body_for(
+            protocol,
+            "An answer as JSON.",
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True},
+            },
+            thinking={"type": "disabled"},
+            max_tokens=200,
+        )
+    else:
+        body = body_for(
+            protocol,
+            "An answer as JSON.",
+            text={"format": {"type": "json_schema", "name": "answer", "schema": SCHEMA, "strict": True}},
+            reasoning={"effort": "none"},
+            max_output_tokens=200,
+        )
+    response = httpx.post(gateway.url + PATHS[protocol], json=body, timeout=300)
+    whole = check_response(protocol, response.content)
+    value = json.loads(reply_text(protocol, whole)[1])
+    assert set(value) == {"answer", "sure"} and value["answer"] in ("yes", "no") and isinstance(value["sure"], bool)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_client_that_leaves_ends_the_engine_request(
+    gateway: ServerThread, plugin_vllm: VllmServer, protocol: Protocol
+) -> None:
+    """Unscripted, the model writes until max_tokens (over a minute here); the client reads its
+    first output and goes away: the request leaves vLLM's running gauge without finishing (vLLM
+    counts finished requests by reason; an aborted one is in none)."""
+    assert settle(lambda: plugin_vllm.running_requests() == 0, timeout=120)
+    reasons = ("stop", "length", "error", "repetition")
+    finished = [plugin_vllm.finished(reason) for reason in reasons]
+    limit = 12_000
+    limits = {"messages": {"max_tokens": limit}, "responses": {"max_output_tokens": limit}}
+    body = {**body_for(protocol, f"Go on forever {protocol}."), **limits.get(protocol, {"max_tokens": limit})}
+    with httpx.stream("POST", gateway.url + PATHS[protocol], json={**body, "stream": True}, timeout=300) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if '"delta"' in line:  # the first output has arrived
+                break
+    assert settle(lambda: plugin_vllm.running_requests() == 0, timeout=60)
+    assert [plugin_vllm.finished(reason) for reason in reasons] == finished
+
+
+def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
+    tiny_model: Path, scripts: Scripts, workdir: Path
+) -> None:
+    server = VllmServer(tiny_model, scripts, workdir / "doomed.log").wait_ready()
+    try:
+        with serving(gateway_for(server.url)) as gw:
+            outcomes: dict[str, bytes] = {}
+
+            def stream(protocol: Protocol) -> None:
+                limit = {"messages": {"max_tokens": 8000}, "responses": {"max_output_tokens": 8000}}.get(
+                    protocol, {"max_tokens": 8000}
+                )
+                body = {**body_for(protocol, f"Long {protocol}."), **limit, "stream": True}
+                outcomes[protocol] = httpx.post(gw.url + PATHS[protocol], json=body, timeout=300).content
+
+            threads = [threading.Thread(target=stream, args=(p,)) for p in PROTOCOLS]
+            for thread in threads:
+                thread.start()
+            assert settle(lambda: server.running_requests() == 3, timeout=120)
+            time.sleep(1)
+            server.kill()
+            for thread in threads:
+                thread.join(120)
+        for protocol in PROTOCOLS:
+            raw = outcomes[protocol]
+            name, data = parse_sse(raw)[-1]
+            if protocol == "chat":
+                assert name is None and json.loads(data)["error"]["code"] in ("backend_error", "backend_unavailable")
+                check_stream("chat", raw.rsplit(b"data: ", 1)[0] + b"data: [DONE]\n\n")
+            else:
+                assert name == "error" and json.loads(data)["type"] == "error"
+                check_stream(protocol, raw.rsplit(b"event: error", 1)[0])
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_several_choices_from_vllm(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, stream: bool
+) -> None:
+    """``n`` samples from vLLM, each its own choice (every sample of the prompt writes the script)."""
+    body = body_for("chat", f"Two answers {stream}.", max_tokens=64)
+    script_reply(scripts, frontend, "chat", body, "Same thought.</think>Same answer.")  # n leaves the prompt alone
+    body["n"] = 2
+    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    response = httpx.post(gateway.url + PATHS["chat"], json={**body, **extra}, timeout=300)
+    assert response.status_code == 200, response.text
+    if stream:
+        events = check_stream("chat", response.content)
+        content = {
+            i: "".join(c["delta"].get("content") or "" for e in events for c in e["choices"] if c["index"] == i)
+            for i in (0, 1)
+        }
+        usage = events[-1]["usage"]
+    else:
+        whole = check_response("chat", response.content)
+        content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
+        usage = whole["usage"]
+    assert content == {0: "Same answer.", 1: "Same answer."}
+    assert usage["completion_tokens"] >= 2 * len(frontend.tokenizer.encode("Same thought.</think>Same answer."))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_log_probabilities_from_vllm(
+    gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, stream: bool
+) -> None:
+    """vLLM's log probabilities (as token ids) come back in Chat's and Responses' shapes: one entry
+    per content token, with the asked-for alternatives. (vLLM reports the model's own
+    distribution, before logits processors: the scripted token is not made sure there.)"""
+    answer = "Forty two."
+    asks: list[tuple[Protocol, dict[str, Any]]] = [
+        ("chat", {"logprobs": True, "top_logprobs": 2}),
+        ("responses", {"top_logprobs": 2}),
+    ]
+    for protocol, extra in asks:
+        body = body_for(protocol, f"Log probabilities {protocol} {stream}.", **extra)
+        script_reply(scripts, frontend, protocol, body, f"Think.</think>{answer}")
+        response = httpx.post(gateway.url + PATHS[protocol], json={**body, "stream": stream}, timeout=300)
+        assert response.status_code == 200, response.text
+        if protocol == "chat":
+            if stream:
+                entries = [
+                    entry
+                    for event in check_stream("chat", response.content)
+                    for choice in event["choices"]
+                    for entry in ((choice.get("logprobs") or {}).get("content") or [])
+                ]
+            else:
+                entries = check_response("chat", response.content)["choices"][0]["logprobs"]["content"]
+        elif stream:
+            events = check_stream("responses", response.content)
+            entries = [lp for e in events if e["type"] == "response.output_text.delta" for lp in e["logprobs"]]
+        else:
+            output = check_response("responses", response.content)["output"]
+            entries = [lp for i in output if i["type"] == "message" for p in i["content"] for lp in p["logprobs"]]
+        assert "".join(entry["token"] for entry in entries) == answer
+        for entry in entries:
+            assert entry["logprob"] <= 0
+            assert len(entry["top_logprobs"]) == 2
+            assert all(alternative["logprob"] <= 0 for alternative in entry["top_logprobs"])
