@@ -98,7 +98,6 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
 _INLINE_PREPARE_BYTES = 16 * 1024
 _PARSER_DEPTH = 127  # the deepest nesting the request parser (the reference's) accepts
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
-T = TypeVar("T")
 
 
 class Gateway:
@@ -277,7 +276,7 @@ class Gateway:
             if not self._authorized(scope):
                 raise _unauthorized()
             body = await self._read_body(scope, receive)
-            encoded = await self._encode_async("messages", body, receive)
+            encoded = await self._run_encode(len(body), receive, lambda: self._encode("messages", body))
             images = await self._images_async(encoded, receive)
             count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}))
