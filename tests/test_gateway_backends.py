@@ -114,7 +114,7 @@ def test_completions_backend_passes_output_constraints(
 
 
 def test_sglang_backend_reads_cumulative_ids_and_cache_hits(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
-    engine = FakeEngine(tokenizer, kind="sglang", script=script(tokenizer, per_chunk=3), cached_tokens=256)
+    engine = FakeEngine(tokenizer, kind="sglang", script=script(tokenizer, per_chunk=3), cached_tokens=64)
     with serving(engine) as engine_http, serving(gateway_for(frontend, SGLangBackend(engine_http.url))) as server:
         response = chat(server.url, stream=True, stream_options={"include_usage": True}, max_tokens=99)
         events = check_stream("chat", response.content)
@@ -127,7 +127,7 @@ def test_sglang_backend_reads_cumulative_ids_and_cache_hits(frontend: Frontend, 
     assert (reasoning, content) == ("Let me think.", "The answer is 42 🦀.")
     usage = events[-1]["usage"]
     assert usage["prompt_tokens"] == len(sent["input_ids"])
-    assert usage["prompt_tokens_details"]["cached_tokens"] == 256
+    assert usage["prompt_tokens_details"]["cached_tokens"] == 64
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])

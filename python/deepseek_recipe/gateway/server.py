@@ -45,6 +45,7 @@ class GatewayHttpProtocol(HttpToolsProtocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._reading_headers = True
         self._header_bytes = 0
+        self._unfinished_bytes = 0
         self._too_large = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -61,6 +62,11 @@ class GatewayHttpProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
+        if self._reading_headers:
+            # httptools reports a header once the next line starts: a header line never ended
+            # is counted here, as every byte read while the headers are still incomplete.
+            self._unfinished_bytes += len(data)
+            self._too_large = self._too_large or self._unfinished_bytes > MAX_HEADER_BYTES
         if self._too_large and not self.transport.is_closing():
             self._disarm()
             self.send_431_response()
@@ -82,6 +88,7 @@ class GatewayHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._reading_headers = False
+        self._unfinished_bytes = 0
         self._disarm()
         if not self._too_large:  # else answered with 431, never run
             super().on_headers_complete()
