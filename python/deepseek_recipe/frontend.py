@@ -492,29 +492,6 @@ class Frontend:
         ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
         return EncodedRequest(protocol, model, converted, ids, wiring)
 
-    def prepare_continuing(
-        self,
-        request: ResponsesRequest,
-        history: ResponsesHistory,
-        *,
-        previous: EncodedPrompt | None = None,
-        stored_ids: bytes | None = None,
-        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
-    ) -> tuple[PreparedRequest, ResponsesHistory, EncodedPrompt]:
-        """:meth:`prepare` for a Responses request that continues a stored conversation: its
-        items come after ``history``'s (with its own ``instructions``), only its own items are
-        converted, and the prompt is rendered and encoded from the ``previous`` turn's (or,
-        without it, the ids are reused from ``stored_ids``, the previous prompt's ids read
-        back from storage). The prompt ids equal :meth:`prepare`'s for the same conversation
-        sent whole. Also returns the history after the request's input items and the encoded
-        prompt (the next turn's ``previous``). Consumes ``request``; raises as :meth:`prepare`.
-        It is :meth:`encode_continuing`, :meth:`resolve_images` and :meth:`assemble` in turn.
-        """
-        encoded, after, prompt = self.encode_continuing(
-            request, history, previous=previous, stored_ids=stored_ids, stored_state=stored_state
-        )
-        return self.assemble(encoded, self.resolve_images(encoded)), after, prompt
-
     def encode_continuing(
         self,
         request: ResponsesRequest,
@@ -524,8 +501,14 @@ class Frontend:
         stored_ids: bytes | None = None,
         stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
     ) -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
-        """:meth:`prepare_continuing` without its images resolved: no I/O, as
-        :meth:`encode_request`."""
+        """:meth:`encode_request` for a Responses request that continues a stored conversation:
+        its items come after ``history``'s (with its own ``instructions``), only its own items
+        are converted, and the prompt is rendered and encoded from the ``previous`` turn's (or,
+        without it, the ids are reused from ``stored_ids``, the previous prompt's ids read back
+        from storage). The prompt ids equal :meth:`prepare`'s for the same conversation sent
+        whole. Also returns the history after the request's input items and the encoded prompt
+        (the next turn's ``previous``). Consumes ``request``; no I/O (:meth:`resolve_images` and
+        :meth:`assemble` finish it); raises as :meth:`encode_request`."""
         model = request.model
         wiring = (request.namespace_tool_map(self.options), request.echo())
         converted, after = request.convert_continuing(self.options, history)
