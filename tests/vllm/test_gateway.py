@@ -35,8 +35,14 @@ def frontend() -> dr.Frontend:
 
 def gateway_for(url: str) -> Any:
     # The context limit is the engine's (--max-model-len): max_tokens is resolved against it.
+    # vLLM on a busy CPU can take longer than the default 10 s to answer a request's headers.
     settings = GatewaySettings(
-        backend="completions", backend_urls=[url], context_limit=MAX_MODEL_LEN, log_requests=False, webui=False
+        backend="completions",
+        backend_urls=[url],
+        context_limit=MAX_MODEL_LEN,
+        connect_timeout=120,
+        log_requests=False,
+        webui=False,
     )
     return create_app(settings)
 
