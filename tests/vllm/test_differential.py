@@ -77,9 +77,12 @@ def test_plugin_prompts_are_the_official_ones_where_vllm_carries_the_request(
 
 def test_plugin_outputs_parse_as_the_official_parser_does(table: tuple[list[Any], list[Any]]) -> None:
     """Reasoning, content and tool calls as the official parser makes of the same ids, except
-    where vLLM decides before the parsers run (stop sequences on raw text, tool-call grammar)."""
+    where vLLM decides before the parsers run (stop sequences on raw text, tool-call grammar) or
+    merges several tokens into one chunk, which only a loaded machine makes it do."""
     _, replies = table
     differential = _differential()
     assert replies
     differing = {row["id"]: row["plugin"].get("category") for row in replies if not row["plugin"].get("equal")}
-    assert set(differing.values()) <= {differential.STOP, differential.GRAMMAR}, differing
+    assert set(differing.values()) <= {differential.STOP, differential.GRAMMAR, differential.MERGED}, differing
+    # Arguments streamed in several deltas are checked where vLLM sent one token per chunk.
+    assert sum(1 for row in replies if row["plugin"].get("category") == differential.MERGED) < len(replies) // 2
