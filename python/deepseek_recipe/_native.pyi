@@ -880,6 +880,9 @@ class ResponsesChunkGenerator:
         metadata: str | None = None,
     ) -> ResponsesChunkGenerator:
         """Ours: consume this generator; response objects report this storage state."""
+    def with_cache_write_tokens(self) -> ResponsesChunkGenerator:
+        """Ours: consume this generator; the usage reports ``cache_write_tokens`` (0), as
+        today's API does (the reference's usage predates the field)."""
 
 @final
 class ResponsesEcho:

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
-import orjson
-
 from deepseek_recipe._native import (
     AssistantMessage,
     ChatCompletionChunk,
@@ -225,11 +223,14 @@ class Decoder:
         self.created = created
         self._model = prepared.model
         generator = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
-        if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
-            tool_map, echo = prepared._responses_wiring
-            generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
-            if prepared.stored_state is not None:
-                generator = generator.with_state(*prepared.stored_state)
+        if isinstance(generator, ResponsesChunkGenerator):
+            # Today's usage shape, which clients validating with the SDK's types require.
+            generator = generator.with_cache_write_tokens()
+            if prepared._responses_wiring is not None:
+                tool_map, echo = prepared._responses_wiring
+                generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
+                if prepared.stored_state is not None:
+                    generator = generator.with_state(*prepared.stored_state)
         options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
         generators: list[Any] = [generator]
         if prepared.sampling.n > 1 and isinstance(generator, ChatCompletionChunkGenerator):
@@ -346,7 +347,6 @@ class Decoder:
             name = name_of(event)  # type: ignore[arg-type]
             data = event.to_json()
             if name in _RESPONSES_WITH_USAGE:
-                data = _with_cache_write_tokens(data)
                 self.final_response = data
             parts.append(f"event: {name}\ndata: {data}\n\n".encode())
         return b"".join(parts)
@@ -375,27 +375,10 @@ class Decoder:
         """The accumulated non-streamed response, as the protocol's JSON."""
         if self._response is None:
             raise RuntimeError("Decoder.start must come first")
-        data = self._response.to_json()
-        return _with_cache_write_tokens(data) if self.protocol == "responses" else data
+        return self._response.to_json()
 
 
 _RESPONSES_WITH_USAGE = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
-
-def _with_cache_write_tokens(data: str) -> str:
-    """A Responses response (or event holding one) whose usage has today's required
-    ``input_tokens_details.cache_write_tokens`` (0: prompt caching here writes nothing billable).
-
-    The low-level ``ResponsesResponse`` keeps the reference's usage shape, which predates the
-    field; clients validating against today's API types (the ``openai`` SDK) require it.
-    """
-    value = orjson.loads(data)
-    response = value.get("response", value)
-    details = (response.get("usage") or {}).get("input_tokens_details")
-    if not isinstance(details, dict) or "cache_write_tokens" in details:
-        return data
-    details["cache_write_tokens"] = 0
-    return orjson.dumps(value).decode()
 
 
 class Frontend:
