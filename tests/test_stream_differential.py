@@ -7,6 +7,11 @@ backend chunks (text and token chunks interleaved at random points, token chunks
 multi-byte characters, special token ids, logprobs, random finish chunks). For every case the
 events of every push, of `finish()`, and the accumulated response must be the reference's,
 after the same normalisation of random call ids and wall-clock times.
+
+`reference_tables/string_arg_ends.json.gz` (`scripts/record/string_arg_ends.py`) holds, in the
+same shape, the ends of string tool arguments streamed as token chunks: multi-byte text split
+across chunks, and markers begun right after the closing token, whose output the reference
+releases with the push that completes the token (`rust/stream/tests/parser_cases.rs`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ import pytest
 import deepseek_recipe as dr
 from tests.stream_replay import PROTOCOLS, replay
 
-TABLE = Path(__file__).parent / "reference_tables" / "stream_cases.json.gz"
-CASES: list[dict[str, Any]] = json.loads(gzip.decompress(TABLE.read_bytes()))["cases"]
+TABLES = Path(__file__).parent / "reference_tables"
+CASES: list[dict[str, Any]] = json.loads(gzip.decompress((TABLES / "stream_cases.json.gz").read_bytes()))["cases"]
+#: `scripts/record/string_arg_ends.py`: the ends of string tool arguments (multi-byte text,
+#: markers right after the closing token) streamed as token chunks cut around them.
+ARG_ENDS: list[dict[str, Any]] = json.loads(gzip.decompress((TABLES / "string_arg_ends.json.gz").read_bytes()))["cases"]
 
 
 def test_the_table_covers_what_it_claims() -> None:
@@ -37,9 +45,26 @@ def test_the_table_covers_what_it_claims() -> None:
     assert {c["body"]["model"] for c in CASES} == {"DeepSeek-V4-Pro", "DeepSeek-V4.1-Flash"}
 
 
+def test_the_argument_ends_cover_what_they_claim() -> None:
+    assert len(ARG_ENDS) >= 1500
+    assert {case["protocol"] for case in ARG_ENDS} == set(PROTOCOLS)
+    assert all(spec[0] in ("ready", "tokens", "finish") for case in ARG_ENDS for spec in case["chunks"])
+    # The family that once differed: the closing token's quote with a marker begun right after.
+    marker_after = [c for c in ARG_ENDS if "at once" in c["name"] or "invoke then </" in c["name"]]
+    assert len(marker_after) >= 500
+
+
 @pytest.mark.parametrize("index", [pytest.param(i, id=case.get("name", str(i))) for i, case in enumerate(CASES)])
 def test_stream_matches_the_reference(index: int, tokenizer: dr.Tokenizer) -> None:
-    case = CASES[index]
+    _check(CASES[index], tokenizer)
+
+
+@pytest.mark.parametrize("index", [pytest.param(i, id=str(i)) for i in range(len(ARG_ENDS))])
+def test_string_argument_ends_match_the_reference(index: int, tokenizer: dr.Tokenizer) -> None:
+    _check(ARG_ENDS[index], tokenizer)
+
+
+def _check(case: dict[str, Any], tokenizer: dr.Tokenizer) -> None:
     got = replay(case, tokenizer)
     calls = case["chunks"][: len(case["pushes"]) - 1] + [["finish()"]]
     for call, expected, actual in zip(calls, case["pushes"], got["pushes"]):

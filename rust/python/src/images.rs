@@ -181,6 +181,14 @@ impl PyPreprocessOptions {
             },
         })
     }
+    /// Pickles as `PreprocessOptions(detail, max_dimension_px, low_detail_max_dimension_px)`.
+    fn __getnewargs__(&self) -> (&'static str, u32, u32) {
+        (
+            self.inner.detail.as_str(),
+            self.inner.max_dimension_px,
+            self.inner.low_detail_max_dimension_px,
+        )
+    }
     /// Requested image detail level.
     #[getter]
     fn detail(&self) -> &'static str {

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use crate::special::PySpecialTokens;
 
 /// How an enum member pickles: `getattr(its type, its name)`.
-type ByName<'py> = (
+pub type ByName<'py> = (
     Bound<'py, PyAny>,
     (Bound<'py, pyo3::types::PyType>, &'static str),
 );

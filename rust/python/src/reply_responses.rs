@@ -136,6 +136,13 @@ impl PyResponsesChunkGenerator {
         Ok(Self::from_generator(generator.with_state(state)))
     }
 
+    /// Consume this generator; the usage reports `cache_write_tokens` (0) as today's API does,
+    /// unlike the reference, whose usage predates the field.
+    fn with_cache_write_tokens(&self) -> PyResult<Self> {
+        let generator = self.generator.take()?;
+        Ok(Self::from_generator(generator.with_cache_write_tokens()))
+    }
+
     /// Consume this generator and configure the reported request settings.
     fn with_echo(&self, echo: PyRef<'_, PyResponsesEcho>) -> PyResult<Self> {
         let generator = self.generator.take()?;

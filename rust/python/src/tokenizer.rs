@@ -11,6 +11,7 @@ use crate::{errors, ids};
 /// A Hugging Face `tokenizer.json`, loaded for prompt encoding. Pickles as the file's text,
 /// so a copy in another process (a Ray worker) is the same tokenizer, wherever it runs.
 #[pyclass(name = "Tokenizer", frozen, module = "deepseek_recipe._native")]
+#[derive(Clone)]
 pub struct PyTokenizer {
     pub inner: Arc<Tokenizer>,
     /// The `tokenizer.json` text it was loaded from, for pickling.

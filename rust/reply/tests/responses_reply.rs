@@ -547,3 +547,56 @@ fn stored_state_is_reported() {
         );
     }
 }
+
+/// `cache_write_tokens` is reported only when asked for (a gateway whose clients validate
+/// against today's API types), after `cached_tokens`; the reference's usage has no such key.
+/// The accumulated response takes its usage from the terminal event, so it follows.
+#[test]
+fn cache_write_tokens_only_when_asked() {
+    let body = json!({"model": "DeepSeek-V4-Pro", "input": "hi"});
+    let (generator, _) = generator_for(&body, "resp-1", "DeepSeek-V4-Pro");
+    for (generator, finish, expected) in [
+        (
+            generator.clone(),
+            FinishReason::Stop,
+            r#"{"cached_tokens":3}"#,
+        ),
+        (
+            generator.clone().with_cache_write_tokens(),
+            FinishReason::Stop,
+            r#"{"cached_tokens":3,"cache_write_tokens":0}"#,
+        ),
+        (
+            generator.with_cache_write_tokens(),
+            FinishReason::Length,
+            r#"{"cached_tokens":3,"cache_write_tokens":0}"#,
+        ),
+    ] {
+        let mut emitter = generator.into_emitter();
+        let mut out = Vec::new();
+        let prompt = PromptUsage {
+            prompt_tokens: 7,
+            prompt_cache_hit_tokens: 3,
+        };
+        emitter.start(prompt, None, &mut out);
+        emitter.text(Segment::Content, "ok", None, &mut out);
+        let usage = Usage {
+            prompt,
+            completion_tokens: 1,
+            reasoning_tokens: None,
+        };
+        emitter.finish(&Completion::Finished(finish), false, &usage, &mut out);
+        let terminal: Value = serde_json::from_str(&out.last().unwrap().to_json()).unwrap();
+        let details = &terminal["response"]["usage"]["input_tokens_details"];
+        assert_eq!(serde_json::to_string(details).unwrap(), expected);
+        let mut response = ResponsesResponse::new("resp-1".into(), "m".into(), 0);
+        for event in out {
+            response.accumulate(event);
+        }
+        let whole: Value = serde_json::from_str(&response.to_json()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&whole["usage"]["input_tokens_details"]).unwrap(),
+            expected
+        );
+    }
+}

@@ -200,9 +200,10 @@ enum Body {
         symbol: bool,
     },
     /// An output the parser produced at a marker (a quote, `}`, a call start, the JSON `{`).
-    /// `sticky`: the marker lay wholly inside the push that completed it; such an output
-    /// waits while a partial marker begins right where it was produced. (One completed by a
-    /// marker that began in an earlier push is released at the end of the push.)
+    /// `sticky`: the marker lay wholly inside the push that completed it and was not
+    /// completed by a special token; such an output waits while a partial marker begins right
+    /// where it was produced. (One completed by a marker that began in an earlier push, or by
+    /// a special token, is released at the end of the push.)
     Event { event: ParseEvent, sticky: bool },
 }
 
@@ -746,7 +747,7 @@ impl Parser {
         }
         if let Some((rule, len)) = hit {
             let start = self.pos.saturating_sub(len + self.eaten_newlines(rule));
-            self.fire(rule, start, out);
+            self.fire(rule, start, is_symbol(byte), out);
         }
     }
 
@@ -818,7 +819,7 @@ impl Parser {
             }
         }
         match hit {
-            Some(rule) => self.fire(rule, self.pos, out),
+            Some(rule) => self.fire(rule, self.pos, false, out),
             None => self.reset_states(),
         }
     }
@@ -874,10 +875,13 @@ impl Parser {
     }
 
     /// A marker completed: release the output before `start`, drop the marker, act on it.
-    fn fire(&mut self, rule: Rule, start: u64, out: &mut Vec<ParseEvent>) {
+    /// `by_token`: a special token's symbol completed it (token input).
+    fn fire(&mut self, rule: Rule, start: u64, by_token: bool, out: &mut Vec<ParseEvent>) {
         self.release(start, out);
         self.reset_states();
-        self.marker_in_push = start >= self.push_start;
+        // What a marker completed by a special token makes goes out with the push, as in the
+        // reference, even when a marker may begin right after it (`tests/parser_cases.rs`).
+        self.marker_in_push = start >= self.push_start && !by_token;
         let marker = if (SYMBOLIC..FIRST_STOP).contains(&rule.marker) {
             rule.marker - SYMBOLIC
         } else {

@@ -477,6 +477,24 @@ fn push_granularity_regressions() {
             ],
         ),
         (
+            // Token input releases it (`token_input`); recorded from the wheel.
+            "a closing quote made by a spelled marker waits for a marker after it",
+            off.clone(),
+            vec![format!("{value_open}v</{D}</"), format!("{D} invoke>")],
+            vec![
+                vec![
+                    "call0:f",
+                    "arg0:{",
+                    "arg0:\"a\"",
+                    "arg0:: ",
+                    "arg0:\"",
+                    "arg0:v",
+                ],
+                vec!["arg0:\"", "arg0:}", "end0"],
+                vec![],
+            ],
+        ),
+        (
             "a quote from a marker begun in an earlier push does not wait",
             off.clone(),
             vec![
@@ -612,6 +630,57 @@ fn token_input() {
                 Text(" calls>"),
             ]],
             vec![vec!["call0:f", "arg0:{}", "end0"], vec![]],
+        ),
+        // Recorded from the wheel (`tests/reference_tables/string_arg_ends.json.gz`): what a
+        // marker completed by the DSML token makes goes out with that push, even when a
+        // marker begins right after the token (text input holds it: `push_granularity`).
+        (
+            "a closing quote made by the DSML token does not wait for a marker after it",
+            options(false),
+            vec![
+                vec![
+                    Text("<"),
+                    Special(SpecialToken::Dsml),
+                    Text(" calls><"),
+                    Special(SpecialToken::Dsml),
+                    Text(" invoke name=\"f\"><"),
+                    Special(SpecialToken::Dsml),
+                    Text(" parameter name=\"a\" string=\"true\">v</"),
+                    Special(SpecialToken::Dsml),
+                    Text("</"),
+                ],
+                vec![Special(SpecialToken::Dsml), Text(" invoke>")],
+            ],
+            vec![
+                vec![
+                    "call0:f",
+                    "arg0:{",
+                    "arg0:\"a\"",
+                    "arg0:: ",
+                    "arg0:\"",
+                    "arg0:v",
+                    "arg0:\"",
+                ],
+                vec!["arg0:}", "end0"],
+                vec![],
+            ],
+        ),
+        (
+            "an invoke's end made by the DSML token does not wait for a marker after it",
+            options(false),
+            vec![
+                vec![
+                    Text("<"),
+                    Special(SpecialToken::Dsml),
+                    Text(" calls><"),
+                    Special(SpecialToken::Dsml),
+                    Text(" invoke name=\"f\"></"),
+                    Special(SpecialToken::Dsml),
+                    Text("<"),
+                ],
+                vec![Special(SpecialToken::Dsml), Text(" invoke>")],
+            ],
+            vec![vec!["call0:f", "arg0:{}", "end0"], vec![], vec![]],
         ),
         (
             "other added tokens come out by their text",

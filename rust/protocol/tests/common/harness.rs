@@ -67,15 +67,27 @@ pub fn compare_fields(
         })
 }
 
-/// Pass, fail and skip counts of one harness run.
-#[derive(Default)]
+/// Pass, fail and skip counts of one harness run, and the fewest passes it must reach: a
+/// corpus that went missing or a filter that skips everything fails the run instead of
+/// passing on nothing.
 pub struct Tally {
+    minimum: usize,
     passed: usize,
     failures: Vec<(String, String)>,
     skipped: Vec<String>,
 }
 
 impl Tally {
+    /// A run that must pass at least `minimum` cases.
+    pub fn at_least(minimum: usize) -> Self {
+        Tally {
+            minimum,
+            passed: 0,
+            failures: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
     pub fn skip(&mut self, id: &str) {
         self.skipped.push(id.to_owned());
     }
@@ -88,7 +100,8 @@ impl Tally {
         }
     }
 
-    /// Print the counts and every failure, then fail the test if any case failed.
+    /// Print the counts and every failure, then fail the test if any case failed or fewer
+    /// than the minimum passed.
     pub fn finish(self, harness: &str) {
         println!(
             "{harness} conformance: {} passed, {} failed, {} skipped ({})",
@@ -104,6 +117,12 @@ impl Tally {
             self.failures.is_empty(),
             "{} {harness} cases failed",
             self.failures.len()
+        );
+        assert!(
+            self.passed >= self.minimum,
+            "{harness}: {} cases passed, expected at least {} (is the corpus there?)",
+            self.passed,
+            self.minimum
         );
     }
 }

@@ -32,6 +32,10 @@ pub struct ResponsesGenerator {
     pub custom_apply_patch: bool,
     /// The request's thinking mode (the stream processor needs it for tool-call ids).
     pub thinking: bool,
+    /// Report `usage.input_tokens_details.cache_write_tokens` (always 0: prompt caching here
+    /// writes nothing billable). Off by default, as the reference, whose usage predates the
+    /// field; a server whose clients validate against today's API types turns it on.
+    pub cache_write_tokens: bool,
 }
 
 impl ResponsesGenerator {
@@ -45,7 +49,14 @@ impl ResponsesGenerator {
             namespace_tools: reply.namespace_tools,
             custom_apply_patch: reply.custom_apply_patch,
             thinking: request.conversation.thinking_mode,
+            cache_write_tokens: false,
         }
+    }
+
+    /// Report `cache_write_tokens` (0) in the usage, as today's API does.
+    pub fn with_cache_write_tokens(mut self) -> Self {
+        self.cache_write_tokens = true;
+        self
     }
 
     /// Report these settings instead.
@@ -481,6 +492,7 @@ impl Emitter for ResponsesEmitter {
             input_tokens: prompt.prompt_tokens,
             input_tokens_details: InputTokensDetails {
                 cached_tokens: prompt.prompt_cache_hit_tokens,
+                cache_write_tokens: self.generator.cache_write_tokens.then_some(0),
             },
             output_tokens: usage.completion_tokens,
             output_tokens_details: OutputTokensDetails {

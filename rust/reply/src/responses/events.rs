@@ -191,6 +191,10 @@ pub struct IncompleteDetails {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct InputTokensDetails {
     pub cached_tokens: u64,
+    /// Today's API reports prompt-cache writes too; the reference's usage predates the field
+    /// and leaves it out (`None`). See `ResponsesGenerator::with_cache_write_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
