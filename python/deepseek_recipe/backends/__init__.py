@@ -147,6 +147,10 @@ class Backend(ABC):
         """Requests currently streaming from this backend."""
         return 0
 
+    async def healthy(self) -> bool:
+        """Whether the engine answers its own health check (the gateway's ``/ready``)."""
+        return True
+
     def bind_metrics(self, metrics: Metrics) -> None:  # noqa: B027 (an optional hook)
         """Report per-replica metrics into ``metrics`` (pools do; called by the gateway)."""
 

@@ -9,7 +9,9 @@ POST     ``/v1/messages``                  Anthropic Messages, streamed or not
 POST     ``/v1/messages/count_tokens``     Anthropic token count (the ids the engine gets)
 GET      ``/v1/models``                    served models (Anthropic's shape when the client
                                            sends ``anthropic-version``, else OpenAI's)
-GET      ``/health``                       liveness
+GET      ``/health``                       liveness: the process is up
+GET      ``/ready``                        readiness: an engine replica answers, not draining
+                                           (``lifecycle.py``)
 GET      ``/metrics``                      Prometheus text format
 GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
 …        ``/v1/responses/{id}…``,          stored responses and conversations (``stored.py``)
@@ -72,6 +74,8 @@ from deepseek_recipe.gateway.asgi import (
 )
 from deepseek_recipe.gateway.errors import GatewayError, not_json, public_message
 from deepseek_recipe.gateway.exchange import Exchange, Record
+from deepseek_recipe.gateway.lifecycle import Lifecycle, shutting_down
+from deepseek_recipe.gateway.limits import Admission, limits_from_settings
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
 from deepseek_recipe.gateway.stored import StoredResponses, owner_of
@@ -90,6 +94,7 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
     "/v1/messages/count_tokens": ("POST", "messages"),
     "/v1/models": ("GET", None),
     "/health": ("GET", None),
+    "/ready": ("GET", None),
     "/metrics": ("GET", None),
 }
 # Bodies up to this size are encoded on the event loop: that takes tens of microseconds,
@@ -126,7 +131,7 @@ class Gateway:
         self.backend = backend if backend is not None else backend_from_settings(self.settings, self.frontend)
         self.metrics = metrics if metrics is not None else Metrics()
         self.backend.bind_metrics(self.metrics)
-        self._keys = [key.get_secret_value().encode() for key in self.settings.api_keys]
+        self._keys = self.settings.accepted_keys()
         self._in_flight = 0
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
@@ -145,6 +150,8 @@ class Gateway:
                 expose_headers=["x-request-id"],
             )
         self.stored = StoredResponses(self.settings, self.frontend)
+        self.lifecycle = Lifecycle(self.settings.shutdown_grace)
+        self.limits = limits_from_settings(self.settings.keys)
 
     @property
     def in_flight(self) -> int:
@@ -204,6 +211,9 @@ class Gateway:
             await self._models(scope, send)
         elif path == "/health":
             await send_json(send, 200, b'{"status":"ok"}')
+        elif path == "/ready":
+            ready = await self.lifecycle.ready(self.backend)
+            await send_json(send, 200 if ready else 503, b'{"status":"ok"}' if ready else b'{"status":"unavailable"}')
         else:
             body = await anyio.to_thread.run_sync(self.metrics.exposition)
             await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
@@ -225,6 +235,7 @@ class Gateway:
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as group:
+            group.start_soon(self.lifecycle.watch_signals)
             if self.stored.enabled:
                 group.start_soon(self.stored.cleanup_forever)
             if self.app is None:
@@ -290,6 +301,13 @@ class Gateway:
         record = Record(protocol, request_id(scope))
         exchange: Exchange | None = None
         counted = False
+        if self.lifecycle.draining:
+            record.status, record.error = 503, "shutting_down"
+            await self._fail(send, protocol, shutting_down())
+            self._finish(record)
+            return
+        held = self.lifecycle.enter()
+        admission: Admission | None = None
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
@@ -301,6 +319,8 @@ class Gateway:
             counted = True
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
+            if self.limits is not None:
+                admission = await self.limits.admit(self._key(scope))
             start = time.perf_counter()
             turn = None
             if protocol == "responses" and self.stored.enabled:
@@ -317,6 +337,10 @@ class Gateway:
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
+            held.attach(exchange)
+            if admission is not None:
+                await admission.prompt(len(prepared.prompt_ids) + prepared.image_tokens)
+                exchange.headers, exchange.on_tokens = admission.headers(), admission.completion
             if turn is not None:
                 stored_turn = turn
 
@@ -339,6 +363,9 @@ class Gateway:
             if exchange is None or not exchange.started:
                 await self._fail(send, protocol, GatewayError("internal", "Internal error"))
         finally:
+            self.lifecycle.leave(held)
+            if admission is not None:
+                admission.release()
             if counted:
                 self._in_flight -= 1
                 self.metrics.running.dec()
@@ -456,6 +483,7 @@ class Gateway:
     async def _fail(self, send: Send, protocol: Protocol | None, error: GatewayError) -> None:
         # A body not read to its end (too large, too late) leaves the connection unusable.
         headers = [(b"connection", b"close")] if error.kind in ("too_large", "request_timeout") else []
+        headers += error.headers
         try:
             await send_json(send, error.status, error.body(protocol), headers)
         except OSError:

@@ -84,6 +84,20 @@ class Exchange:
         #: becomes the client's error.
         self.on_complete: Callable[[str], Awaitable[None]] | None = None
         self._final: bytes | None = None
+        self._scope: anyio.CancelScope | None = None
+        #: Headers of the response besides its own (the key's rate limits).
+        self.headers: list[tuple[bytes, bytes]] = []
+        #: Called with the number of output tokens of each chunk as it arrives.
+        self.on_tokens: Callable[[int], None] | None = None
+        self._aborted: GatewayError | None = None
+
+    def abort(self, error: GatewayError) -> None:
+        """End the request now with ``error`` (mid-stream: the protocol's error event); its
+        engine request is aborted. Safe to call before :meth:`run`, and more than once."""
+        if self._aborted is None and not self.complete:
+            self._aborted = error
+            if self._scope is not None:
+                self._scope.cancel()
 
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
@@ -91,6 +105,9 @@ class Exchange:
         failure: GatewayError | ClientGone | None = None
         try:
             async with anyio.create_task_group() as group:
+                self._scope = group.cancel_scope
+                if self._aborted is not None:
+                    group.cancel_scope.cancel()
                 group.start_soon(self._pump, request, outbox)
                 group.start_soon(self._watch, group.cancel_scope)
                 try:
@@ -104,6 +121,10 @@ class Exchange:
             inbox.close()
         if self.record.disconnected:
             raise ClientGone
+        if failure is None and self._aborted is not None and not self.complete:
+            self.record.error = self._aborted.kind
+            await self._stream_error(self._aborted)  # raised as it is before the stream began
+            return
         if failure is not None:
             raise failure
 
@@ -204,7 +225,7 @@ class Exchange:
             body = decoder.response().encode()
             await self._complete(body.decode())
             self.started = self.complete = True
-            await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
+            await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode()), *self.headers])
 
     def _feed(self, chunk: BackendChunk) -> list[Event]:
         decoder, record = self.decoder, self.record
@@ -223,6 +244,8 @@ class Exchange:
         elif chunk.text:
             record.completion_tokens += chunk.token_count
             events += decoder.push_text(chunk.text, chunk.token_count, chunk.index)
+        if self.on_tokens is not None and (chunk.token_ids or chunk.token_count):
+            self.on_tokens(len(chunk.token_ids) if chunk.token_ids else chunk.token_count)
         # Every choice stops at max_tokens (the decoder cuts what an engine sends beyond).
         max_tokens = self.prepared.sampling.max_tokens * self.prepared.sampling.n
         if chunk.finish_reason is not None and not decoder.choice_finished(chunk.index):
@@ -305,7 +328,7 @@ class Exchange:
         await self._write(b"", more=False)
 
     async def _start_stream(self) -> None:
-        headers = [*SSE_HEADERS, (b"x-request-id", self.record.request_id.encode())]
+        headers = [*SSE_HEADERS, (b"x-request-id", self.record.request_id.encode()), *self.headers]
         await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
         self.started = True
 
