@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -30,6 +30,8 @@ class OpsEngine(FakeEngine):
     slow_interval: float = 0.0
     health_checks: int = 0
     slow_ended: int = 0
+    #: The W3C trace context headers of each generation request, in arrival order.
+    trace_headers: list[dict[str, str]] = field(default_factory=list)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == "/health":
@@ -38,6 +40,9 @@ class OpsEngine(FakeEngine):
             await send({"type": "http.response.start", "status": status, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
+        if scope["type"] == "http":
+            seen = {k.decode(): v.decode() for k, v in scope["headers"] if k in (b"traceparent", b"tracestate")}
+            self.trace_headers.append(seen)
         await super().__call__(scope, receive, send)
 
     async def _stream(self, request: dict[str, Any], send: Send, gone: anyio.Event) -> None:
@@ -64,6 +69,8 @@ def free_port() -> int:
 class Served:
     url: str
     process: subprocess.Popen[str]
+    #: The process's stderr lines, once it has exited.
+    log: list[str] = field(default_factory=list)
 
 
 @contextmanager
@@ -86,12 +93,15 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
                 pass
             assert time.monotonic() < deadline, "the server did not start"
             time.sleep(0.2)
-        yield Served(f"http://127.0.0.1:{port}", process)
+        served = Served(f"http://127.0.0.1:{port}", process)
+        yield served
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
         try:
-            process.communicate(timeout=30)  # its pipe read and closed, whenever it exited
+            _, err = process.communicate(timeout=30)  # its pipe read and closed, whenever it exited
         except subprocess.TimeoutExpired:
             process.kill()
-            process.communicate()
+            _, err = process.communicate()
+        if "served" in locals():
+            served.log.extend(err.splitlines())

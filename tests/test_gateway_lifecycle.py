@@ -199,7 +199,8 @@ def test_a_second_signal_stops_at_once(tokenizer: dr.Tokenizer) -> None:
         with serve_process(*args, "--store", "none") as served:
             path, body = _body("chat", FAST)
             with httpx.stream("POST", served.url + path, json=body, timeout=60) as response:
-                next(response.iter_raw())  # the stream has begun
+                raw = response.iter_raw()  # kept: a dropped iterator closes the response
+                next(raw)  # the stream has begun
                 served.process.send_signal(signal.SIGTERM)
                 assert settle(lambda: httpx.get(served.url + "/ready").status_code == 503)
                 started = time.monotonic()

@@ -83,9 +83,10 @@ class HttpBackend(Backend):
                 body = await anyio.to_thread.run_sync(self.body, request)
             else:
                 body = self.body(request)
-            http_request = httpx.Request(
-                "POST", self._url, content=body, headers=_JSON_HEADERS, extensions=self._extensions
-            )
+            headers = _JSON_HEADERS
+            if request.observer is not None and request.observer.engine_headers:
+                headers = [*headers, *request.observer.engine_headers]
+            http_request = httpx.Request("POST", self._url, content=body, headers=headers, extensions=self._extensions)
             try:
                 response = await self._transport.handle_async_request(http_request)
             except httpx.TimeoutException:

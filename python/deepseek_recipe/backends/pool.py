@@ -101,7 +101,10 @@ class BackendPool(Backend):
         return route.order + resting, route.reason, route.prefix_tokens, blocks
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        start = time.perf_counter()
         order, reason, prefix_tokens, blocks = self.plan(request)
+        if request.observer is not None:
+            request.observer.stage("route", start, time.perf_counter())
         last: BackendError | None = None
         for position, index in enumerate(order):
             replica, label = self.replicas[index], self.names[index]

@@ -58,7 +58,7 @@ from deepseek_recipe._native import (
     json_nesting_exceeds,
 )
 from deepseek_recipe.backends import Backend
-from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol
+from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol, Stage
 from deepseek_recipe.gateway.asgi import (
     ASGIApp,
     ClientGone,
@@ -79,6 +79,7 @@ from deepseek_recipe.gateway.limits import Admission, limits_from_settings
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
 from deepseek_recipe.gateway.stored import StoredResponses, owner_of
+from deepseek_recipe.gateway.tracing import Tracing, tracing_from_settings
 from deepseek_recipe.gateway.webui import WebUI
 
 logger = logging.getLogger("deepseek_recipe.gateway")
@@ -124,6 +125,7 @@ class Gateway:
         backend: Backend | None = None,
         metrics: Metrics | None = None,
         page_at_root: bool | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.app = app
         self.settings = settings if settings is not None else GatewaySettings()
@@ -151,7 +153,9 @@ class Gateway:
             )
         self.stored = StoredResponses(self.settings, self.frontend)
         self.lifecycle = Lifecycle(self.settings.shutdown_grace)
-        self.limits = limits_from_settings(self.settings.keys)
+        self.limits = limits_from_settings(self.settings.keys, self.settings.limits_url)
+        self.tracing = tracing if tracing is not None else tracing_from_settings(self.settings.tracing)
+        self._stage_metrics: dict[str, Any] = {}
 
     @property
     def in_flight(self) -> int:
@@ -222,6 +226,10 @@ class Gateway:
         """Close the backend's connections and the store."""
         await self.backend.aclose()
         await self.stored.close()
+        if self.tracing is not None:
+            self.tracing.shutdown()
+        if self.limits is not None:
+            await self.limits.aclose()
 
     async def _started(self) -> None:
         """Open the store (its schema created or migrated) as the server starts; a store that
@@ -236,6 +244,8 @@ class Gateway:
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(self.lifecycle.watch_signals)
+            if self.limits is not None:
+                group.start_soon(self.limits.maintain)
             if self.stored.enabled:
                 group.start_soon(self.stored.cleanup_forever)
             if self.app is None:
@@ -308,10 +318,13 @@ class Gateway:
             return
         held = self.lifecycle.enter()
         admission: Admission | None = None
+        if self.tracing is not None:
+            self.tracing.start(scope, record)
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
             body = await self._read_body(scope, receive)
+            record.stage("read_body", record.started, time.perf_counter())
             # A request counts against the limit once its body is in: a client sending its body
             # slowly holds a connection (bounded by the body timeout), not a slot.
             self._in_flight += 1
@@ -329,10 +342,17 @@ class Gateway:
                     self._owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
                 )
             else:
-                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body))
-            images = await self._images_async(encoded, receive)
+                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body, record.stage))
+            if encoded.image_sources:
+                started_images = time.perf_counter()
+                images = await self._images_async(encoded, receive)
+                record.stage("images", started_images, time.perf_counter())
+            else:
+                images = None
             prepared = self._checked(self.frontend.assemble, encoded, images)
-            record.prepare_seconds = time.perf_counter() - start
+            prepared_at = time.perf_counter()
+            record.prepare_seconds = prepared_at - start
+            record.stage("prepare", start, prepared_at)
             record.model, record.stream = prepared.model, prepared.stream
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
@@ -380,9 +400,11 @@ class Gateway:
             record.prepare_seconds = time.perf_counter() - start
         return prepared
 
-    def _encode(self, protocol: Protocol, body: bytes) -> EncodedRequest:
+    def _encode(self, protocol: Protocol, body: bytes, stage: Stage | None = None) -> EncodedRequest:
         self._check_depth(body)
-        return self._checked(self.frontend.encode_request, protocol, body)
+        if stage is None:
+            return self._checked(self.frontend.encode_request, protocol, body)
+        return self._checked(lambda: self.frontend.encode_request(protocol, body, stage=stage))
 
     def _check_depth(self, body: bytes) -> None:
         """A ``max_json_depth`` below the parser's own limit, checked before parsing."""
@@ -496,6 +518,13 @@ class Gateway:
         m.e2e.labels(p).observe(elapsed)
         if record.prepare_seconds is not None:
             m.prepare.labels(p).observe(record.prepare_seconds)
+        for stage, began, ended in record.stages:
+            histogram = self._stage_metrics.get(stage)
+            if histogram is None:
+                histogram = self._stage_metrics[stage] = m.stage.labels(stage)
+            histogram.observe(ended - began)
+        if self.tracing is not None:
+            self.tracing.finish(record)
         if record.prompt_tokens:
             m.prompt_tokens.inc(record.prompt_tokens)
             m.prompt_tokens_hist.observe(record.prompt_tokens)

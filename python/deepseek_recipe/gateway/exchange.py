@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -56,6 +57,17 @@ class Record:
     error: str | None = None
     disconnected: bool = False
     last_output: float | None = None
+    #: ``(stage, start, end)`` in ``time.perf_counter`` seconds: the per-stage histograms and,
+    #: when tracing, the request's child spans (``tracing.py``).
+    stages: list[tuple[str, float, float]] = field(default_factory=list)
+    #: Headers for the engine's request (``traceparent`` when tracing).
+    engine_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    #: The request's span and its clock offset when tracing (``tracing.py``).
+    span: Any = None
+    first_output: float | None = None
+
+    def stage(self, name: str, start: float, end: float) -> None:
+        self.stages.append((name, start, end))
 
 
 class Exchange:
@@ -85,6 +97,7 @@ class Exchange:
         self.on_complete: Callable[[str], Awaitable[None]] | None = None
         self._final: bytes | None = None
         self._scope: anyio.CancelScope | None = None
+        self._engine_start = 0.0
         #: Headers of the response besides its own (the key's rate limits).
         self.headers: list[tuple[bytes, bytes]] = []
         #: Called with the number of output tokens of each chunk as it arrives.
@@ -101,7 +114,8 @@ class Exchange:
 
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
-        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id)
+        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id, self.record)
+        self._engine_start = time.perf_counter()
         failure: GatewayError | ClientGone | None = None
         try:
             async with anyio.create_task_group() as group:
@@ -119,6 +133,8 @@ class Exchange:
         finally:
             self.decoder.close()
             inbox.close()
+            if self.record.first_output is not None:
+                self.record.stage("stream", self.record.first_output, time.perf_counter())
         if self.record.disconnected:
             raise ClientGone
         if failure is None and self._aborted is not None and not self.complete:
@@ -234,6 +250,8 @@ class Exchange:
             now = time.perf_counter()
             if record.ttft is None:
                 record.ttft = now - record.started
+                record.first_output = now
+                record.stage("engine_ttft", self._engine_start, now)
                 self.metrics.ttft.labels(record.protocol).observe(record.ttft)
             elif record.last_output is not None:
                 self.metrics.itl.observe(now - record.last_output)

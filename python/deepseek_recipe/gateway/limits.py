@@ -11,8 +11,8 @@ A refusal is 429 in the protocol's shape, with ``retry-after`` (whole seconds) a
 ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers; admitted requests carry the
 same headers.
 
-Counters live in this process (:class:`LocalCounters`) unless a shared store is configured
-(``limits_url``), in which case several gateway processes share them.
+Counters live in this process (:class:`LocalCounters`) unless ``limits_url`` names a Redis
+server, where several gateway processes and machines share them (``limits_redis.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from deepseek_recipe.gateway.errors import GatewayError
 from deepseek_recipe.gateway.settings import ApiKey
@@ -41,6 +41,8 @@ class Verdict:
     requests_reset: float = 0.0
     tokens_remaining: float | None = None
     tokens_reset: float = 0.0
+    #: The admission's lease in the shared counters (``None``: counted in this process).
+    lease: str | None = None
 
 
 class Bucket:
@@ -76,6 +78,22 @@ class _KeyState:
         self.tokens = Bucket(limits.tokens_per_minute, now) if limits.tokens_per_minute else None
 
 
+class Counters(Protocol):
+    """Where the counters live: this process, or a server several processes share."""
+
+    async def admit(self, name: str, limits: ApiKey) -> Verdict: ...
+
+    async def take_tokens(self, name: str, limits: ApiKey, amount: int, admitted: Verdict) -> Verdict: ...
+
+    def charge(self, name: str, limits: ApiKey, amount: int, admitted: Verdict) -> None: ...
+
+    def release(self, name: str, limits: ApiKey, admitted: Verdict) -> None: ...
+
+    async def maintain(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 class LocalCounters:
     """Every key's counters in this process."""
 
@@ -109,7 +127,7 @@ class LocalCounters:
             requests.level -= 1
         return _verdict(state, True)
 
-    async def take_tokens(self, name: str, limits: ApiKey, amount: int) -> Verdict:
+    async def take_tokens(self, name: str, limits: ApiKey, amount: int, admitted: Verdict | None = None) -> Verdict:
         """Take a prompt's ``amount`` tokens, if the budget holds them now."""
         state, _ = self._state(name, limits)
         tokens = state.tokens
@@ -120,16 +138,19 @@ class LocalCounters:
         tokens.level -= amount
         return _verdict(state, True)
 
-    def charge(self, name: str, limits: ApiKey, amount: int) -> None:
+    def charge(self, name: str, limits: ApiKey, amount: int, admitted: Verdict | None = None) -> None:
         """Completion tokens: taken whatever the budget holds."""
         state, _ = self._state(name, limits)
         if state.tokens is not None:
             state.tokens.level -= amount
 
-    def release(self, name: str, limits: ApiKey) -> None:
+    def release(self, name: str, limits: ApiKey, admitted: Verdict | None = None) -> None:
         """A request of the key's has ended."""
         state, _ = self._state(name, limits)
         state.concurrent = max(state.concurrent - 1, 0)
+
+    async def maintain(self) -> None:
+        pass
 
     async def aclose(self) -> None:
         pass
@@ -148,21 +169,19 @@ def _verdict(state: _KeyState, allowed: bool, limit: Limit | None = None, retry_
     )
 
 
-Counters = LocalCounters
-
-
 class Admission:
     """One admitted request of a limited key: charge its tokens, then release it (once)."""
 
-    __slots__ = ("_counters", "_limits", "_name", "_released", "verdict")
+    __slots__ = ("_admitted", "_counters", "_limits", "_name", "_released", "verdict")
 
     def __init__(self, counters: Counters, name: str, limits: ApiKey, verdict: Verdict) -> None:
         self._counters, self._name, self._limits, self.verdict = counters, name, limits, verdict
+        self._admitted = verdict
         self._released = False
 
     async def prompt(self, tokens: int) -> None:
         """Take the prompt's tokens (429 when the budget cannot cover them now)."""
-        verdict = await self._counters.take_tokens(self._name, self._limits, tokens)
+        verdict = await self._counters.take_tokens(self._name, self._limits, tokens, self._admitted)
         if not verdict.allowed:
             if self._limits.tokens_per_minute is not None and tokens > self._limits.tokens_per_minute:
                 message = (
@@ -174,12 +193,12 @@ class Admission:
         self.verdict = verdict
 
     def completion(self, tokens: int) -> None:
-        self._counters.charge(self._name, self._limits, tokens)
+        self._counters.charge(self._name, self._limits, tokens, self._admitted)
 
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._counters.release(self._name, self._limits)
+            self._counters.release(self._name, self._limits, self._admitted)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         return ratelimit_headers(self._limits, self.verdict)
@@ -205,15 +224,24 @@ class KeyLimits:
             raise rate_limited(limits, verdict)
         return Admission(self.counters, name, limits, verdict)
 
+    async def maintain(self) -> None:
+        """Keep the counters' leases alive while the server runs (shared counters)."""
+        await self.counters.maintain()
+
     async def aclose(self) -> None:
         await self.counters.aclose()
 
 
-def limits_from_settings(keys: dict[str, ApiKey]) -> KeyLimits | None:
-    """The per-key limits of ``keys`` (``None`` when no key has any: nothing is counted)."""
+def limits_from_settings(keys: dict[str, ApiKey], url: str | None = None) -> KeyLimits | None:
+    """The per-key limits of ``keys`` (``None`` when no key has any: nothing is counted),
+    counted in this process, or in the Redis server at ``url``."""
     if not any(entry.limited for entry in keys.values()):
         return None
-    return KeyLimits(keys)
+    if url is None:
+        return KeyLimits(keys)
+    from deepseek_recipe.gateway.limits_redis import RedisCounters
+
+    return KeyLimits(keys, RedisCounters(url))
 
 
 _MESSAGES: dict[Limit, str] = {

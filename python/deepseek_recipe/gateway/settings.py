@@ -114,6 +114,11 @@ class GatewaySettings(BaseSettings):
         description="named API keys with limits of their own (the settings file's [keys.<name>] tables; "
         "JSON here); each is accepted as api_keys are",
     )
+    limits_url: str | None = Field(
+        default=None,
+        description="redis://… (or rediss://, unix://): the keys' limits counted in this Redis server, "
+        "shared by every gateway process using it (the redis extra); none: each process counts its own",
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1, description="largest request body")
     max_json_depth: int = Field(
         default=127,
@@ -146,6 +151,11 @@ class GatewaySettings(BaseSettings):
     total_timeout: float = Field(default=3600.0, gt=0, description="seconds for a whole request")
     keepalive_interval: float = Field(default=10.0, gt=0, description="seconds between SSE keep-alive comments")
     log_requests: bool = Field(default=True, description="one structured log line per request")
+    tracing: bool = Field(
+        default=False,
+        description="OpenTelemetry spans per request (the tracing extra), exported as the OTEL_* "
+        "variables say; the caller's traceparent is honoured and passed to the engine",
+    )
     webui: bool = Field(default=True, description="serve the visualizer page and its API at /webui/ (and /)")
     webui_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1, description="largest body of a call to the page's API (413 beyond)"
@@ -227,6 +237,13 @@ class GatewaySettings(BaseSettings):
 
         ReqwestImageFetcher().with_allowed_networks(networks)  # ValueError for a malformed one
         return networks
+
+    @field_validator("limits_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("limits_url must be a redis://, rediss:// or unix:// URL")
+        return url
 
     @field_validator("backend_urls")
     @classmethod
