@@ -91,6 +91,7 @@ class Tracing:
         if record.span is None:
             return
         span, offset = record.span
+        offset = int(offset)
 
         def ns(seconds: float) -> int:
             return int(seconds * 1e9) + offset
