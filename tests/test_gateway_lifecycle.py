@@ -144,7 +144,7 @@ def test_sigterm_drains_fifty_streams(tokenizer: dr.Tokenizer) -> None:
                 async with client.stream("POST", served.url + path, json=body) as response:
                     results.append((protocol, max_tokens, response.status_code, await response.aread()))
 
-            async def run() -> tuple[float, int, dict[str, Any], int | None]:
+            async def run() -> tuple[int, int, dict[str, Any], int | None]:
                 limits = httpx.Limits(max_connections=100)
                 async with httpx.AsyncClient(timeout=60, limits=limits) as client, anyio.create_task_group() as group:
                     for protocol, max_tokens in plan:
@@ -153,17 +153,15 @@ def test_sigterm_drains_fifty_streams(tokenizer: dr.Tokenizer) -> None:
                         while engine.active < len(plan):
                             await anyio.sleep(0.02)
                     served.process.send_signal(signal.SIGTERM)
-                    signalled = time.monotonic()
-                    while (await client.get(served.url + "/ready")).status_code != 503:
-                        await anyio.sleep(0.01)
-                    turned = time.monotonic() - signalled
+                    # The first readiness answer after the signal is already 503.
+                    ready = (await client.get(served.url + "/ready")).status_code
                     refused = await client.post(served.url + "/v1/messages", json=_body("messages", 8)[1])
-                return turned, refused.status_code, refused.json(), _retry_after(refused)
+                return ready, refused.status_code, refused.json(), _retry_after(refused)
 
-            turned, status, refusal, retry_after = anyio.run(run)
+            ready, status, refusal, retry_after = anyio.run(run)
             exit_code = served.process.wait(timeout=GRACE + 30)
 
-    assert turned < 1.0, f"/ready took {turned:.2f} s to turn 503"
+    assert ready == 503
     assert (status, retry_after) == (503, 1)
     assert refusal == {
         "type": "error",
