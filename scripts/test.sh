@@ -10,13 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-echo "== system packages: node, chromium, a font with the template's ｜ (the page's tests); PostgreSQL (the store's)"
+echo "== system packages: node, chromium, a font with the template's ｜ (the page's tests); PostgreSQL (the store's); Redis (shared limits')"
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
 fc-list ':charset=ff5c' 2>/dev/null | grep -q . || missing+=(fonts-droid-fallback)
 # The tests start their own PostgreSQL server from the package's initdb and pg_ctl.
 command -v initdb >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+# The shared-limits tests start their own redis-server.
+command -v redis-server >/dev/null || missing+=(redis-server)
 if ((${#missing[@]})); then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)

@@ -192,10 +192,12 @@ def run_gateway(settings: Any) -> None:
         uvicorn.run(app, **common)
         return
     # Worker processes build their app from the environment; metrics are aggregated on disk.
-    for name, value in settings.model_dump(mode="json", exclude={"api_keys"}).items():
+    for name, value in settings.model_dump(mode="json", exclude={"api_keys", "keys"}).items():
         if value is not None:
             os.environ[f"DEEPSEEK_RECIPE_{name.upper()}"] = _env_value(value)
     os.environ["DEEPSEEK_RECIPE_API_KEYS"] = ",".join(k.get_secret_value() for k in settings.api_keys)
+    keys = {name: {**entry.model_dump(), "key": entry.key.get_secret_value()} for name, entry in settings.keys.items()}
+    os.environ["DEEPSEEK_RECIPE_KEYS"] = json.dumps(keys)
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="deepseek-recipe-metrics-"))
     uvicorn.run("deepseek_recipe.gateway.app:app_from_env", factory=True, workers=settings.workers, **common)
 

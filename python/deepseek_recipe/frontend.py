@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn, TypeAlias
 
@@ -77,6 +77,8 @@ Protocol: TypeAlias = Literal["chat", "responses", "messages"]
 """The three request protocols: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
 
 FinishReason: TypeAlias = Literal["stop", "length", "content_filter"]
+Stage: TypeAlias = Callable[[str, float, float], None]
+"""Told that a step (its name) took from one ``time.perf_counter`` reading to another."""
 """Why the engine stopped: its own stop (end of sentence or a stop token), the token budget,
 or a content filter."""
 
@@ -459,15 +461,24 @@ class Frontend:
             return False
         return True
 
-    def _convert(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> _Converted:
+    def _convert(
+        self, protocol: Protocol, body: bytes | str | dict[str, Any], stage: Stage | None = None
+    ) -> _Converted:
         """Parse and convert ``body``; raises ``ValueError`` (shape) or ``ConversionError``."""
+        start = time.perf_counter() if stage is not None else 0.0
         request = _REQUESTS[protocol](body)
+        if stage is not None:
+            parsed = time.perf_counter()
+            stage("parse", start, parsed)
         model = request.model
         wiring = None
         if isinstance(request, ResponsesRequest):
             # Both must be read before convert() consumes the request.
             wiring = (request.namespace_tool_map(self.options), request.echo())
-        return _Converted(request.convert(self.options), model, wiring)
+        converted = _Converted(request.convert(self.options), model, wiring)
+        if stage is not None:
+            stage("convert", parsed, time.perf_counter())
+        return converted
 
     def prepare(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> PreparedRequest:
         """Parse, convert, render and encode one request body, and resolve its token budget.
@@ -483,11 +494,17 @@ class Frontend:
         encoded = self.encode_request(protocol, body)
         return self.assemble(encoded, self.resolve_images(encoded))
 
-    def encode_request(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> EncodedRequest:
+    def encode_request(
+        self, protocol: Protocol, body: bytes | str | dict[str, Any], *, stage: Stage | None = None
+    ) -> EncodedRequest:
         """Parse, convert, render and encode ``body``: no I/O (images are only named). Raises as
-        :meth:`prepare` does, but never ``ImageError``."""
-        converted, model, wiring = self._convert(protocol, body)
+        :meth:`prepare` does, but never ``ImageError``. ``stage``, if given, is told how long
+        each step took: ``parse``, ``convert``, ``render_encode`` (one call into the core)."""
+        converted, model, wiring = self._convert(protocol, body, stage)
+        start = time.perf_counter() if stage is not None else 0.0
         ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
+        if stage is not None:
+            stage("render_encode", start, time.perf_counter())
         return EncodedRequest(protocol, model, converted, ids, wiring)
 
     def encode_continuing(

@@ -21,7 +21,7 @@ import base64
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import orjson
 
@@ -63,6 +63,17 @@ class BackendError(Exception):
         self.replica = replica
 
 
+class Observer(Protocol):
+    """Who follows a request through the backend (the gateway's record of it): the stages a
+    backend times (``route``: a pool choosing its replica) and headers for the engine's request
+    (the W3C ``traceparent`` when tracing)."""
+
+    engine_headers: list[tuple[bytes, bytes]]
+
+    def stage(self, name: str, start: float, end: float) -> None:
+        """``name`` took from ``start`` to ``end`` (``time.perf_counter`` seconds)."""
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """What an engine is asked to do: continue ``prompt_ids`` under ``sampling``.
@@ -84,9 +95,13 @@ class GenerationRequest:
     #: Engine input tokens the images take beyond their placeholders (for an engine that
     #: reports prompt usage from ``prompt_ids`` alone).
     image_tokens: int = 0
+    #: Who follows the request (stages, engine headers); ``None`` outside the gateway.
+    observer: Observer | None = None
 
     @classmethod
-    def from_prepared(cls, prepared: PreparedRequest, request_id: str) -> GenerationRequest:
+    def from_prepared(
+        cls, prepared: PreparedRequest, request_id: str, observer: Observer | None = None
+    ) -> GenerationRequest:
         return cls(
             request_id=request_id,
             model=prepared.model,
@@ -96,6 +111,7 @@ class GenerationRequest:
             output_constraint=prepared.output_constraint,
             images=prepared.images.images if prepared.images is not None else (),
             image_tokens=prepared.image_tokens,
+            observer=observer,
         )
 
 
@@ -146,6 +162,10 @@ class Backend(ABC):
     def in_flight(self) -> int:
         """Requests currently streaming from this backend."""
         return 0
+
+    async def healthy(self) -> bool:
+        """Whether the engine answers its own health check (the gateway's ``/ready``)."""
+        return True
 
     def bind_metrics(self, metrics: Metrics) -> None:  # noqa: B027 (an optional hook)
         """Report per-replica metrics into ``metrics`` (pools do; called by the gateway)."""

@@ -24,6 +24,9 @@ _JSON_HEADERS = [(b"content-type", b"application/json")]
 _INLINE_BODY_IDS = 16_384
 """Prompts up to this many ids get their request body written on the event loop."""
 
+HEALTH_TIMEOUT = 2.0
+"""Seconds an engine's health check may take before it counts as failed."""
+
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 """The longest server-sent event accepted from an engine (a first chunk may echo the prompt's ids)."""
 
@@ -53,6 +56,20 @@ class HttpBackend(Backend):
     async def aclose(self) -> None:
         await self._transport.aclose()
 
+    async def healthy(self) -> bool:
+        """``GET /health`` answers 200 within :data:`HEALTH_TIMEOUT` (vLLM and SGLang serve it)."""
+        timeout = httpx.Timeout(HEALTH_TIMEOUT).as_dict()
+        request = httpx.Request("GET", self._url.join("/health"), extensions={"timeout": timeout})
+        try:
+            with anyio.fail_after(HEALTH_TIMEOUT):
+                response = await self._transport.handle_async_request(request)
+                try:
+                    return response.status_code == 200
+                finally:
+                    await response.aclose()
+        except (httpx.HTTPError, TimeoutError):
+            return False
+
     @abstractmethod
     def body(self, request: GenerationRequest) -> bytes:
         """The engine's JSON request body for ``request``."""
@@ -66,9 +83,10 @@ class HttpBackend(Backend):
                 body = await anyio.to_thread.run_sync(self.body, request)
             else:
                 body = self.body(request)
-            http_request = httpx.Request(
-                "POST", self._url, content=body, headers=_JSON_HEADERS, extensions=self._extensions
-            )
+            headers = _JSON_HEADERS
+            if request.observer is not None and request.observer.engine_headers:
+                headers = [*headers, *request.observer.engine_headers]
+            http_request = httpx.Request("POST", self._url, content=body, headers=headers, extensions=self._extensions)
             try:
                 response = await self._transport.handle_async_request(http_request)
             except httpx.TimeoutException:

@@ -20,6 +20,8 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING
 
+import anyio
+
 from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
 from deepseek_recipe.routing import DEFAULT_BLOCK_SIZE, LeastLoaded, PromptBlocks, Router, make_router
 
@@ -99,7 +101,10 @@ class BackendPool(Backend):
         return route.order + resting, route.reason, route.prefix_tokens, blocks
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        start = time.perf_counter()
         order, reason, prefix_tokens, blocks = self.plan(request)
+        if request.observer is not None:
+            request.observer.stage("route", start, time.perf_counter())
         last: BackendError | None = None
         for position, index in enumerate(order):
             replica, label = self.replicas[index], self.names[index]
@@ -160,6 +165,18 @@ class BackendPool(Backend):
     async def aclose(self) -> None:
         for replica in self.replicas:
             await replica.aclose()
+
+    async def healthy(self) -> bool:
+        """Whether at least one replica answers its health check (all asked at once)."""
+        answers = [False] * len(self.replicas)
+
+        async def ask(index: int) -> None:
+            answers[index] = await self.replicas[index].healthy()
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(self.replicas)):
+                group.start_soon(ask, index)
+        return any(answers)
 
 
 def _name(error: BackendError, index: int, replica: Backend) -> None:

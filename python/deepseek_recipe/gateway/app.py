@@ -9,7 +9,9 @@ POST     ``/v1/messages``                  Anthropic Messages, streamed or not
 POST     ``/v1/messages/count_tokens``     Anthropic token count (the ids the engine gets)
 GET      ``/v1/models``                    served models (Anthropic's shape when the client
                                            sends ``anthropic-version``, else OpenAI's)
-GET      ``/health``                       liveness
+GET      ``/health``                       liveness: the process is up
+GET      ``/ready``                        readiness: an engine replica answers, not draining
+                                           (``lifecycle.py``)
 GET      ``/metrics``                      Prometheus text format
 GET      ``/``, ``/webui/…``               the visualizer page and its API (``webui.py``)
 …        ``/v1/responses/{id}…``,          stored responses and conversations (``stored.py``)
@@ -56,7 +58,7 @@ from deepseek_recipe._native import (
     json_nesting_exceeds,
 )
 from deepseek_recipe.backends import Backend
-from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol
+from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol, Stage
 from deepseek_recipe.gateway.asgi import (
     ASGIApp,
     ClientGone,
@@ -72,9 +74,12 @@ from deepseek_recipe.gateway.asgi import (
 )
 from deepseek_recipe.gateway.errors import GatewayError, not_json, public_message
 from deepseek_recipe.gateway.exchange import Exchange, Record
+from deepseek_recipe.gateway.lifecycle import Lifecycle, shutting_down
+from deepseek_recipe.gateway.limits import Admission, limits_from_settings
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
 from deepseek_recipe.gateway.stored import StoredResponses, owner_of
+from deepseek_recipe.gateway.tracing import Tracing, tracing_from_settings
 from deepseek_recipe.gateway.webui import WebUI
 
 logger = logging.getLogger("deepseek_recipe.gateway")
@@ -90,6 +95,7 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
     "/v1/messages/count_tokens": ("POST", "messages"),
     "/v1/models": ("GET", None),
     "/health": ("GET", None),
+    "/ready": ("GET", None),
     "/metrics": ("GET", None),
 }
 # Bodies up to this size are encoded on the event loop: that takes tens of microseconds,
@@ -119,6 +125,7 @@ class Gateway:
         backend: Backend | None = None,
         metrics: Metrics | None = None,
         page_at_root: bool | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.app = app
         self.settings = settings if settings is not None else GatewaySettings()
@@ -126,7 +133,7 @@ class Gateway:
         self.backend = backend if backend is not None else backend_from_settings(self.settings, self.frontend)
         self.metrics = metrics if metrics is not None else Metrics()
         self.backend.bind_metrics(self.metrics)
-        self._keys = [key.get_secret_value().encode() for key in self.settings.api_keys]
+        self._keys = self.settings.accepted_keys()
         self._in_flight = 0
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
@@ -145,6 +152,10 @@ class Gateway:
                 expose_headers=["x-request-id"],
             )
         self.stored = StoredResponses(self.settings, self.frontend)
+        self.lifecycle = Lifecycle(self.settings.shutdown_grace)
+        self.limits = limits_from_settings(self.settings.keys, self.settings.limits_url)
+        self.tracing = tracing if tracing is not None else tracing_from_settings(self.settings.tracing)
+        self._stage_metrics: dict[str, Any] = {}
 
     @property
     def in_flight(self) -> int:
@@ -204,6 +215,9 @@ class Gateway:
             await self._models(scope, send)
         elif path == "/health":
             await send_json(send, 200, b'{"status":"ok"}')
+        elif path == "/ready":
+            ready = await self.lifecycle.ready(self.backend)
+            await send_json(send, 200 if ready else 503, b'{"status":"ok"}' if ready else b'{"status":"unavailable"}')
         else:
             body = await anyio.to_thread.run_sync(self.metrics.exposition)
             await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
@@ -212,6 +226,10 @@ class Gateway:
         """Close the backend's connections and the store."""
         await self.backend.aclose()
         await self.stored.close()
+        if self.tracing is not None:
+            self.tracing.shutdown()
+        if self.limits is not None:
+            await self.limits.aclose()
 
     async def _started(self) -> None:
         """Open the store (its schema created or migrated) as the server starts; a store that
@@ -225,6 +243,9 @@ class Gateway:
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as group:
+            group.start_soon(self.lifecycle.watch_signals)
+            if self.limits is not None:
+                group.start_soon(self.limits.maintain)
             if self.stored.enabled:
                 group.start_soon(self.stored.cleanup_forever)
             if self.app is None:
@@ -290,10 +311,20 @@ class Gateway:
         record = Record(protocol, request_id(scope))
         exchange: Exchange | None = None
         counted = False
+        if self.lifecycle.draining:
+            record.status, record.error = 503, "shutting_down"
+            await self._fail(send, protocol, shutting_down())
+            self._finish(record)
+            return
+        held = self.lifecycle.enter()
+        admission: Admission | None = None
+        if self.tracing is not None:
+            self.tracing.start(scope, record)
         try:
             if not self._authorized(scope):
                 raise _unauthorized()
             body = await self._read_body(scope, receive)
+            record.stage("read_body", record.started, time.perf_counter())
             # A request counts against the limit once its body is in: a client sending its body
             # slowly holds a connection (bounded by the body timeout), not a slot.
             self._in_flight += 1
@@ -301,6 +332,8 @@ class Gateway:
             counted = True
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
+            if self.limits is not None:
+                admission = await self.limits.admit(self._key(scope))
             start = time.perf_counter()
             turn = None
             if protocol == "responses" and self.stored.enabled:
@@ -309,14 +342,25 @@ class Gateway:
                     self._owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
                 )
             else:
-                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body))
-            images = await self._images_async(encoded, receive)
+                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body, record.stage))
+            if encoded.image_sources:
+                started_images = time.perf_counter()
+                images = await self._images_async(encoded, receive)
+                record.stage("images", started_images, time.perf_counter())
+            else:
+                images = None
             prepared = self._checked(self.frontend.assemble, encoded, images)
-            record.prepare_seconds = time.perf_counter() - start
+            prepared_at = time.perf_counter()
+            record.prepare_seconds = prepared_at - start
+            record.stage("prepare", start, prepared_at)
             record.model, record.stream = prepared.model, prepared.stream
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
             exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
+            held.attach(exchange)
+            if admission is not None:
+                await admission.prompt(len(prepared.prompt_ids) + prepared.image_tokens)
+                exchange.headers, exchange.on_tokens = admission.headers(), admission.completion
             if turn is not None:
                 stored_turn = turn
 
@@ -339,6 +383,9 @@ class Gateway:
             if exchange is None or not exchange.started:
                 await self._fail(send, protocol, GatewayError("internal", "Internal error"))
         finally:
+            self.lifecycle.leave(held)
+            if admission is not None:
+                admission.release()
             if counted:
                 self._in_flight -= 1
                 self.metrics.running.dec()
@@ -353,9 +400,11 @@ class Gateway:
             record.prepare_seconds = time.perf_counter() - start
         return prepared
 
-    def _encode(self, protocol: Protocol, body: bytes) -> EncodedRequest:
+    def _encode(self, protocol: Protocol, body: bytes, stage: Stage | None = None) -> EncodedRequest:
         self._check_depth(body)
-        return self._checked(self.frontend.encode_request, protocol, body)
+        if stage is None:
+            return self._checked(self.frontend.encode_request, protocol, body)
+        return self._checked(lambda: self.frontend.encode_request(protocol, body, stage=stage))
 
     def _check_depth(self, body: bytes) -> None:
         """A ``max_json_depth`` below the parser's own limit, checked before parsing."""
@@ -456,6 +505,7 @@ class Gateway:
     async def _fail(self, send: Send, protocol: Protocol | None, error: GatewayError) -> None:
         # A body not read to its end (too large, too late) leaves the connection unusable.
         headers = [(b"connection", b"close")] if error.kind in ("too_large", "request_timeout") else []
+        headers += error.headers
         try:
             await send_json(send, error.status, error.body(protocol), headers)
         except OSError:
@@ -468,6 +518,13 @@ class Gateway:
         m.e2e.labels(p).observe(elapsed)
         if record.prepare_seconds is not None:
             m.prepare.labels(p).observe(record.prepare_seconds)
+        for stage, began, ended in record.stages:
+            histogram = self._stage_metrics.get(stage)
+            if histogram is None:
+                histogram = self._stage_metrics[stage] = m.stage.labels(stage)
+            histogram.observe(ended - began)
+        if self.tracing is not None:
+            self.tracing.finish(record)
         if record.prompt_tokens:
             m.prompt_tokens.inc(record.prompt_tokens)
             m.prompt_tokens_hist.observe(record.prompt_tokens)

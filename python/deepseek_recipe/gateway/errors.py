@@ -36,6 +36,7 @@ ErrorKind = Literal[
     "backend_timeout",
     "backend_unavailable",
     "store_unavailable",
+    "shutting_down",
     "internal",
 ]
 
@@ -53,6 +54,7 @@ _KINDS: dict[ErrorKind, tuple[int, str, str | None, str]] = {
     "backend_timeout": (504, "server_error", "backend_timeout", "api_error"),
     "backend_unavailable": (503, "server_error", "backend_unavailable", "overloaded_error"),
     "store_unavailable": (503, "server_error", "store_unavailable", "api_error"),
+    "shutting_down": (503, "server_error", "service_unavailable", "overloaded_error"),
     "internal": (500, "server_error", "internal_error", "api_error"),
 }
 
@@ -74,12 +76,14 @@ def public_message(message: str) -> str:
 
 
 class GatewayError(Exception):
-    """An error the gateway answers with: a kind (which fixes the status) and a message."""
+    """An error the gateway answers with: a kind (which fixes the status), a message, and
+    ``headers`` sent with it (``retry-after`` and the rate limits of a 429)."""
 
-    def __init__(self, kind: ErrorKind, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
         self.message = message
+        self.headers = headers or []
 
     @property
     def status(self) -> int:

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -56,6 +57,17 @@ class Record:
     error: str | None = None
     disconnected: bool = False
     last_output: float | None = None
+    #: ``(stage, start, end)`` in ``time.perf_counter`` seconds: the per-stage histograms and,
+    #: when tracing, the request's child spans (``tracing.py``).
+    stages: list[tuple[str, float, float]] = field(default_factory=list)
+    #: Headers for the engine's request (``traceparent`` when tracing).
+    engine_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    #: The request's span and its clock offset when tracing (``tracing.py``).
+    span: Any = None
+    first_output: float | None = None
+
+    def stage(self, name: str, start: float, end: float) -> None:
+        self.stages.append((name, start, end))
 
 
 class Exchange:
@@ -84,13 +96,32 @@ class Exchange:
         #: becomes the client's error.
         self.on_complete: Callable[[str], Awaitable[None]] | None = None
         self._final: bytes | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._engine_start = 0.0
+        #: Headers of the response besides its own (the key's rate limits).
+        self.headers: list[tuple[bytes, bytes]] = []
+        #: Called with the number of output tokens of each chunk as it arrives.
+        self.on_tokens: Callable[[int], None] | None = None
+        self._aborted: GatewayError | None = None
+
+    def abort(self, error: GatewayError) -> None:
+        """End the request now with ``error`` (mid-stream: the protocol's error event); its
+        engine request is aborted. Safe to call before :meth:`run`, and more than once."""
+        if self._aborted is None and not self.complete:
+            self._aborted = error
+            if self._scope is not None:
+                self._scope.cancel()
 
     async def run(self) -> None:
         outbox, inbox = anyio.create_memory_object_stream[BackendChunk | BackendError](16)
-        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id)
+        request = GenerationRequest.from_prepared(self.prepared, self.decoder.response_id, self.record)
+        self._engine_start = time.perf_counter()
         failure: GatewayError | ClientGone | None = None
         try:
             async with anyio.create_task_group() as group:
+                self._scope = group.cancel_scope
+                if self._aborted is not None:
+                    group.cancel_scope.cancel()
                 group.start_soon(self._pump, request, outbox)
                 group.start_soon(self._watch, group.cancel_scope)
                 try:
@@ -102,8 +133,14 @@ class Exchange:
         finally:
             self.decoder.close()
             inbox.close()
+            if self.record.first_output is not None:
+                self.record.stage("stream", self.record.first_output, time.perf_counter())
         if self.record.disconnected:
             raise ClientGone
+        if failure is None and self._aborted is not None and not self.complete:
+            self.record.error = self._aborted.kind
+            await self._stream_error(self._aborted)  # raised as it is before the stream began
+            return
         if failure is not None:
             raise failure
 
@@ -204,7 +241,7 @@ class Exchange:
             body = decoder.response().encode()
             await self._complete(body.decode())
             self.started = self.complete = True
-            await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode())])
+            await send_json(self._send, 200, body, [(b"x-request-id", record.request_id.encode()), *self.headers])
 
     def _feed(self, chunk: BackendChunk) -> list[Event]:
         decoder, record = self.decoder, self.record
@@ -213,6 +250,8 @@ class Exchange:
             now = time.perf_counter()
             if record.ttft is None:
                 record.ttft = now - record.started
+                record.first_output = now
+                record.stage("engine_ttft", self._engine_start, now)
                 self.metrics.ttft.labels(record.protocol).observe(record.ttft)
             elif record.last_output is not None:
                 self.metrics.itl.observe(now - record.last_output)
@@ -223,6 +262,8 @@ class Exchange:
         elif chunk.text:
             record.completion_tokens += chunk.token_count
             events += decoder.push_text(chunk.text, chunk.token_count, chunk.index)
+        if self.on_tokens is not None and (chunk.token_ids or chunk.token_count):
+            self.on_tokens(len(chunk.token_ids) if chunk.token_ids else chunk.token_count)
         # Every choice stops at max_tokens (the decoder cuts what an engine sends beyond).
         max_tokens = self.prepared.sampling.max_tokens * self.prepared.sampling.n
         if chunk.finish_reason is not None and not decoder.choice_finished(chunk.index):
@@ -305,7 +346,7 @@ class Exchange:
         await self._write(b"", more=False)
 
     async def _start_stream(self) -> None:
-        headers = [*SSE_HEADERS, (b"x-request-id", self.record.request_id.encode())]
+        headers = [*SSE_HEADERS, (b"x-request-id", self.record.request_id.encode()), *self.headers]
         await self._raw_send({"type": "http.response.start", "status": 200, "headers": headers})
         self.started = True
 

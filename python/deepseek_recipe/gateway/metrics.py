@@ -64,6 +64,14 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.stage = Histogram(
+            PREFIX + "request_stage_seconds",
+            "Each stage of a request, named as its trace span: read_body, prepare (and its steps parse, "
+            "convert, render_encode, images), route, engine_ttft, stream.",
+            ["stage"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.prompt_tokens = Counter(PREFIX + "prompt_tokens", "Prompt tokens sent to the engine.", registry=r)
         self.prompt_tokens_hist = Histogram(
             PREFIX + "request_prompt_tokens", "Prompt tokens per request.", buckets=_TOKEN_BUCKETS, registry=r

@@ -150,7 +150,7 @@ def warnings_at_start(settings: GatewaySettings) -> list[str]:
     key (anyone who can reach the port can use the engine and the page's API)."""
     from deepseek_recipe.gateway.app import is_loopback
 
-    if settings.api_keys or is_loopback(settings.host):
+    if settings.api_keys or settings.keys or is_loopback(settings.host):
         return []
     return [
         f"listening on {settings.host} with no API key: anyone who can reach port {settings.port} "

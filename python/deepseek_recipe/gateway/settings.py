@@ -1,18 +1,43 @@
-"""The gateway's settings: one pydantic model, filled from ``deepseek-recipe serve`` flags and
-``DEEPSEEK_RECIPE_*`` environment variables (flags win), with defaults that are safe to run."""
+"""The gateway's settings: one pydantic model, filled from ``deepseek-recipe serve`` flags,
+``DEEPSEEK_RECIPE_*`` environment variables and a TOML settings file (``--config``), in that order
+of precedence, with defaults that are safe to run."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from deepseek_recipe.frontend import DEFAULT_CONTEXT_LIMIT, DEFAULT_MAX_IMAGE_PIXELS
 from deepseek_recipe.routing import RoutingPolicy
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
+
 BackendKind = Literal["demo", "completions", "sglang"]
+
+
+class ApiKey(BaseModel):
+    """One API key of the settings file's ``[keys.<name>]`` tables, with its own limits (none:
+    unlimited beyond the gateway's). The name, never the key, appears in logs and metrics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: SecretStr = Field(description="the key, as clients send it")
+    concurrent_requests: int | None = Field(default=None, ge=1, description="requests served at once")
+    requests_per_minute: int | None = Field(default=None, ge=1, description="requests begun per minute")
+    tokens_per_minute: int | None = Field(
+        default=None, ge=1, description="prompt tokens (counted when encoded) and completion tokens (as they stream)"
+    )
+
+    @property
+    def limited(self) -> bool:
+        return (self.concurrent_requests, self.requests_per_minute, self.tokens_per_minute) != (None, None, None)
 
 
 class GatewaySettings(BaseSettings):
@@ -23,10 +48,22 @@ class GatewaySettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DEEPSEEK_RECIPE_", extra="ignore", frozen=True)
 
+    config: Path | None = Field(
+        default=None,
+        description="a TOML settings file: any setting by name, and API keys with limits of their own "
+        "([keys.<name>] tables); flags and environment variables win over it",
+    )
+
     # -- serving ---------------------------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="address to listen on")
     port: int = Field(default=8000, ge=0, le=65535, description="port to listen on")
     workers: int = Field(default=1, ge=1, description="server processes (each loads the tokenizer once)")
+    shutdown_grace: float = Field(
+        default=30.0,
+        ge=0,
+        description="seconds requests in flight may take to finish after SIGTERM; the rest are then "
+        "ended with an error and aborted at the engine",
+    )
 
     # -- the engine ------------------------------------------------------------------------
     backend: BackendKind = Field(
@@ -72,6 +109,16 @@ class GatewaySettings(BaseSettings):
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list, description="accepted keys (Authorization: Bearer or x-api-key); none: open"
     )
+    keys: dict[str, ApiKey] = Field(
+        default_factory=dict,
+        description="named API keys with limits of their own (the settings file's [keys.<name>] tables; "
+        "JSON here); each is accepted as api_keys are",
+    )
+    limits_url: str | None = Field(
+        default=None,
+        description="redis://… (or rediss://, unix://): the keys' limits counted in this Redis server, "
+        "shared by every gateway process using it (the redis extra); none: each process counts its own",
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1, description="largest request body")
     max_json_depth: int = Field(
         default=127,
@@ -104,6 +151,11 @@ class GatewaySettings(BaseSettings):
     total_timeout: float = Field(default=3600.0, gt=0, description="seconds for a whole request")
     keepalive_interval: float = Field(default=10.0, gt=0, description="seconds between SSE keep-alive comments")
     log_requests: bool = Field(default=True, description="one structured log line per request")
+    tracing: bool = Field(
+        default=False,
+        description="OpenTelemetry spans per request (the tracing extra), exported as the OTEL_* "
+        "variables say; the caller's traceparent is honoured and passed to the engine",
+    )
     webui: bool = Field(default=True, description="serve the visualizer page and its API at /webui/ (and /)")
     webui_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1, description="largest body of a call to the page's API (413 beyond)"
@@ -146,6 +198,31 @@ class GatewaySettings(BaseSettings):
         default=DEFAULT_MAX_IMAGE_PIXELS, ge=1, description="pixels the images of one request may hold (400 beyond)"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _settings_file(cls, data: Any) -> Any:
+        """The settings file's values under those of flags and the environment."""
+        if not isinstance(data, dict) or not data.get("config"):
+            return data
+        path = Path(data["config"])
+        try:
+            with path.open("rb") as file:
+                values = tomllib.load(file)
+        except OSError as error:
+            raise ValueError(f"cannot read the settings file {path}: {error.strerror}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"the settings file {path} is not valid TOML: {error}") from None
+        values = {name.replace("-", "_"): value for name, value in values.items()}
+        unknown = sorted(set(values) - set(cls.model_fields) - {"config"})
+        if unknown:
+            raise ValueError(f"the settings file {path} has unknown settings: {', '.join(unknown)}")
+        return {**values, **data}
+
+    def accepted_keys(self) -> list[bytes]:
+        """Every key a client may send: ``api_keys`` and those of ``keys``."""
+        listed = [key.get_secret_value().encode() for key in self.api_keys]
+        return listed + [entry.key.get_secret_value().encode() for entry in self.keys.values()]
+
     @field_validator("backend_urls", "api_keys", "image_networks", "allowed_hosts", "cors_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
@@ -160,6 +237,13 @@ class GatewaySettings(BaseSettings):
 
         ReqwestImageFetcher().with_allowed_networks(networks)  # ValueError for a malformed one
         return networks
+
+    @field_validator("limits_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("limits_url must be a redis://, rediss:// or unix:// URL")
+        return url
 
     @field_validator("backend_urls")
     @classmethod
