@@ -4,7 +4,8 @@
 
 Every bench (``tokenize_bench.py``, ``stream_bench.py``, ``gateway_bench.py``, ``route_sim.py``,
 ``batch_bench.py``) builds a record of its run (``new_record``): the date, the command, the
-machine (CPUs, CPU model, load average), the versions, every figure and ratio it measured, and
+machine (CPUs, CPU model, load average), the git commit it measured (``-dirty`` when the
+checkout had uncommitted changes), the versions, every figure and ratio it measured, and
 the markdown it printed, cut into one section per workload, plus its measure of each target it
 checks. ``save`` writes the record to ``bench/results/<bench>-<UTC stamp>.json`` and rewrites
 ``bench/results.md``: a short header, the targets table, and per bench the latest run of each
@@ -24,6 +25,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,21 @@ def machine() -> dict[str, str]:
     }
 
 
+def git_commit(repo: Path = BENCH) -> str:
+    """The commit checked out in ``repo`` (``-dirty`` when it has uncommitted changes to
+    tracked files), or ``unknown`` outside a git checkout."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
 def new_record(bench: str, started: dt.datetime, command: str, quick: bool) -> dict[str, Any]:
     """The skeleton every bench fills in: "header" (markdown lines under the run's title),
     "sections" ({workload: markdown lines}), "targets", "figures" (the raw numbers)."""
@@ -148,6 +165,7 @@ def new_record(bench: str, started: dt.datetime, command: str, quick: bool) -> d
         "date": f"{started:%Y-%m-%d %H:%M} UTC",
         "quick": quick,
         "command": command,
+        "commit": git_commit(),
         "machine": machine(),
         "versions": {},
         "header": [],
@@ -162,7 +180,11 @@ def run_date(record: dict[str, Any]) -> str:
 
 
 def run_title(record: dict[str, Any]) -> str:
-    return f"### Run of {run_date(record)}"
+    commit = record.get("commit")  # records made before commits were recorded have none
+    if not commit:
+        return f"### Run of {run_date(record)}"
+    short = commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+    return f"### Run of {run_date(record)} (commit `{short}`)"
 
 
 def render_run(record: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
+import re
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -88,3 +90,18 @@ def test_latest_run_per_workload(record: ModuleType, tmp_path: Path) -> None:
         "tokenize-20261202T030200Z.json",
         "tokenize-20261202T030300Z.json",
     ]
+
+
+def test_a_record_names_the_commit_it_measured(record: ModuleType, tmp_path: Path) -> None:
+    """Each run records the checkout's commit (``-dirty`` with uncommitted changes) and shows it
+    in its title; runs recorded before that keep their old title."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=RECORD.parent, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    rec = record.new_record("tokenize", dt.datetime(2026, 12, 5, 8, 0, tzinfo=dt.timezone.utc), "x", False)
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", rec["commit"]) and rec["commit"].startswith(head)
+    assert record.run_title(rec).startswith(f"### Run of 2026-12-05 08:00 UTC (commit `{head[:12]}")
+    del rec["commit"]
+    assert record.run_title(rec) == "### Run of 2026-12-05 08:00 UTC"
+    # Outside a git checkout there is no commit to name.
+    assert record.git_commit(tmp_path) == "unknown"

@@ -15,6 +15,7 @@ import pytest
 
 import deepseek_recipe as dr
 from deepseek_recipe.backends import Backend
+from deepseek_recipe.backends._http import without_stop_ids
 from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.backends.pool import BackendPool
 from deepseek_recipe.backends.sglang import SGLangBackend
@@ -197,3 +198,24 @@ def test_pool_with_every_replica_down_is_unavailable(frontend: Frontend) -> None
         assert time.monotonic() - start < 10
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "backend_unavailable"
+
+
+# (name, ids, logprobs, stop ids) -> (ids kept, logprobs kept)
+STOP_ID_CASES: list[tuple[str, list[int], list[str] | None, set[int], tuple[list[int], list[str] | None]]] = [
+    ("nothing to drop", [1, 2], ["a", "b"], {9}, ([1, 2], ["a", "b"])),
+    ("no stop ids", [1, 9], ["a", "b"], set(), ([1, 9], ["a", "b"])),
+    ("the end of sentence goes with its logprob", [1, 9, 2], ["a", "b", "c"], {9}, ([1, 2], ["a", "c"])),
+    ("only a stop id", [9], ["a"], {9}, ([], [])),
+    ("no logprobs asked for", [1, 9], None, {9}, ([1], None)),
+    ("logprobs that do not pair up are dropped", [1, 9, 2], ["a", "b"], {9}, ([1, 2], None)),
+    ("... with no stop id in the chunk too", [1, 2], ["a"], {9}, ([1, 2], None)),
+]
+
+
+@pytest.mark.parametrize(
+    ("ids", "logprobs", "stop", "expected"), [c[1:] for c in STOP_ID_CASES], ids=[c[0] for c in STOP_ID_CASES]
+)
+def test_both_engines_drop_stop_ids_with_their_logprobs(
+    ids: list[int], logprobs: list[str] | None, stop: set[int], expected: tuple[list[int], list[str] | None]
+) -> None:
+    assert without_stop_ids(ids, logprobs, stop) == expected

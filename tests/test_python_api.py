@@ -509,8 +509,30 @@ def test_mypy_checks_the_protocol(tmp_path: Path) -> None:
 def test_version_tells_this_package_apart_from_the_reference() -> None:
     assert dr.__version__ == importlib.metadata.version("deepseek-recipe-rs")
     assert dr.__version__ != "0.2.0"  # the reference's
-    # A PEP 440 local version: the public part is the API level, "+rs" says which package.
-    assert re.fullmatch(r"\d+\.\d+\.\d+\+rs", dr.__version__), dr.__version__
+    # A PEP 440 public version (a local "+label" cannot be uploaded to PyPI): this project's own.
+    assert re.fullmatch(r"\d+\.\d+\.\d+", dr.__version__), dr.__version__
+    # The changelog's newest entry is this version, and it names the reference release.
+    root = Path(__file__).resolve().parents[1]
+    newest = re.search(r"^## (\S+)", (root / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert newest is not None and newest.group(1) == dr.__version__
+    assert re.search(r'^\[workspace\.metadata\.reference\]\ndeepseek-recipe = "0\.2\.0"$', _cargo_metadata(root), re.M)
+
+
+def test_the_installed_package_declares_its_license_and_ships_its_texts() -> None:
+    meta = importlib.metadata.metadata("deepseek-recipe-rs")
+    assert meta["License-Expression"] == "MIT OR Apache-2.0"
+    assert sorted(meta.get_all("License-File") or []) == ["LICENSE", "LICENSE-APACHE", "LICENSE-MIT"]
+    files = importlib.metadata.files("deepseek-recipe-rs") or []
+    shipped = {f.name: f for f in files if f.name.startswith("LICENSE")}
+    assert set(shipped) == {"LICENSE", "LICENSE-APACHE", "LICENSE-MIT"}
+    assert "Apache License" in shipped["LICENSE-APACHE"].read_text(encoding="utf-8")
+    assert "MIT License" in shipped["LICENSE-MIT"].read_text(encoding="utf-8")
+
+
+def _cargo_metadata(root: Path) -> str:
+    """The workspace's ``Cargo.toml`` with its comment lines left out."""
+    lines = (root / "Cargo.toml").read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not line.startswith("#"))
 
 
 def test_the_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,7 +24,7 @@ import deepseek_recipe as dr
 from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings, create_app
-from deepseek_recipe.gateway.webui import MAX_OUTPUT_CHARS, MAX_OUTPUT_IDS, MAX_REPLAY_STEPS, Inspector
+from deepseek_recipe.gateway.inspector import MAX_OUTPUT_CHARS, MAX_OUTPUT_IDS, MAX_REPLAY_STEPS, Inspector
 from tests.gateway_support import ServerThread, serving
 from tests.growth import assert_linear_growth
 
@@ -288,7 +288,7 @@ def test_decode_stops_at_a_stop_sequence_and_caps_the_replay(server: ServerThrea
 
 def decode_cost(gateway: Gateway, protocol: str) -> Callable[[int], float]:
     """The CPU time of decoding ``n`` characters of output one character at a time."""
-    inspector = Inspector(gateway)
+    inspector = Inspector(gateway.intake)
     body = json.dumps(example("plain")["requests"][protocol])
 
     def cost(n: int) -> float:
@@ -482,6 +482,8 @@ def test_the_api_shares_the_gateways_key_and_has_a_body_limit() -> None:
         big = {"protocol": "chat", "body": "x" * 4096}
         too_large = httpx.post(api + "render", json=big, headers={"x-api-key": "sk-page"})
         assert too_large.status_code == 413 and too_large.json()["error"]["code"] == "request_too_large"
+        # As on the API routes: a body not read to its end leaves the connection unusable.
+        assert too_large.headers["connection"] == "close"
         # The page's files hold no data and need no key.
         assert httpx.get(server.url + "/webui/").status_code == 200
 

@@ -15,15 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import deepseek_recipe as dr
+from deepseek_recipe.frontend import PROTOCOLS, REQUEST_CLASSES
 
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 """The largest request file ``render`` and ``encode`` read (more is refused, not loaded)."""
-
-PROTOCOLS: dict[str, type[dr.ProtocolRequest]] = {
-    "chat": dr.ChatCompletionRequest,
-    "responses": dr.ResponsesRequest,
-    "messages": dr.MessagesRequest,
-}
 
 
 class CliError(Exception):
@@ -97,7 +92,7 @@ def _render_or_encode(args: argparse.Namespace) -> int:
     needs_ids = args.command == "encode" or args.format in ("ids", "json")
     tokenizer = _load_tokenizer(args.tokenizer) if needs_ids else None
     try:
-        request = PROTOCOLS[args.protocol](raw)
+        request = REQUEST_CLASSES[args.protocol](raw)
         converted = request.convert(dr.ConversionOptions(default_thinking_mode=not args.no_thinking))
     except dr.ConversionError as e:
         raise CliError(f"error ({e.status_code}): {e}") from None

@@ -95,11 +95,12 @@ DEFAULT_MAX_IMAGE_PIXELS = 1 << 27
 """The pixels the images of one request may hold (read from their headers before any is
 decoded): two images at the largest size the model takes (8,192 pixels a side)."""
 
-_REQUESTS: dict[Protocol, type[ProtocolRequest]] = {
+REQUEST_CLASSES: dict[Protocol, type[ProtocolRequest]] = {
     "chat": ChatCompletionRequest,
     "responses": ResponsesRequest,
     "messages": MessagesRequest,
 }
+"""Each protocol's request class (the low-level API's)."""
 _RESPONSES: dict[Protocol, type[ChatCompletionResponse] | type[ResponsesResponse] | type[MessagesResponse]] = {
     "chat": ChatCompletionResponse,
     "responses": ResponsesResponse,
@@ -107,11 +108,13 @@ _RESPONSES: dict[Protocol, type[ChatCompletionResponse] | type[ResponsesResponse
 }
 _ids = random.Random()
 _ID_PREFIXES: dict[Protocol, str] = {"chat": "chatcmpl-", "responses": "resp_", "messages": "msg_"}
-_FINISH_REASONS: dict[FinishReason, InferenceFinishReason] = {
+FINISH_REASONS: dict[FinishReason, InferenceFinishReason] = {
     "stop": InferenceFinishReason.Stop,
     "length": InferenceFinishReason.Length,
     "content_filter": InferenceFinishReason.ContentFilter,
 }
+"""The finish reasons an engine reports (the names OpenAI's completions use), and the stream
+processor's for each."""
 
 
 def new_response_id(protocol: Protocol) -> str:
@@ -231,7 +234,7 @@ class Decoder:
         self.response_id = response_id
         self.created = created
         self._model = prepared.model
-        generator = _REQUESTS[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
+        generator = REQUEST_CLASSES[prepared.protocol].chunk_generator(prepared.request, response_id, prepared.model)
         if isinstance(generator, ResponsesChunkGenerator):
             # Today's usage shape, which clients validating with the SDK's types require.
             generator = generator.with_cache_write_tokens()
@@ -323,7 +326,7 @@ class Decoder:
             if processor.finished or (choice is not None and index != choice):
                 continue
             if reason is not None:
-                events += processor.push(InferenceChunk.finish(_FINISH_REASONS[reason]))
+                events += processor.push(InferenceChunk.finish(FINISH_REASONS[reason]))
             events += processor.finish()
         return events
 
@@ -466,7 +469,7 @@ class Frontend:
     ) -> _Converted:
         """Parse and convert ``body``; raises ``ValueError`` (shape) or ``ConversionError``."""
         start = time.perf_counter() if stage is not None else 0.0
-        request = _REQUESTS[protocol](body)
+        request = REQUEST_CLASSES[protocol](body)
         if stage is not None:
             parsed = time.perf_counter()
             stage("parse", start, parsed)

@@ -29,7 +29,7 @@ from deepseek_recipe._native import ImageInfo, OutputConstraint, TokenIds
 from deepseek_recipe.frontend import FinishReason, Logprobs, PreparedRequest, Sampling
 
 if TYPE_CHECKING:
-    from deepseek_recipe.gateway.metrics import Metrics
+    from prometheus_client import Counter, Gauge
 
 BackendErrorKind: TypeAlias = Literal["connect", "timeout", "status", "protocol", "closed", "overloaded"]
 
@@ -145,6 +145,18 @@ class BackendChunk:
     index: int = 0
 
 
+class ReplicaMetrics(Protocol):
+    """Where a backend reports per-replica metrics (the gateway's ``Metrics`` is one); each is
+    labelled by the replica's name, then as its description says."""
+
+    replica_running: Gauge
+    replica_requests: Counter  # and the route: why the replica was chosen
+    replica_prompt_tokens: Counter
+    replica_routed_prefix_tokens: Counter
+    replica_cached_tokens: Counter
+    replica_failures: Counter  # and the failure's kind
+
+
 class Backend(ABC):
     """One inference engine (or a pool of replicas) behind the gateway."""
 
@@ -167,7 +179,7 @@ class Backend(ABC):
         """Whether the engine answers its own health check (the gateway's ``/ready``)."""
         return True
 
-    def bind_metrics(self, metrics: Metrics) -> None:  # noqa: B027 (an optional hook)
+    def bind_metrics(self, metrics: ReplicaMetrics) -> None:  # noqa: B027 (an optional hook)
         """Report per-replica metrics into ``metrics`` (pools do; called by the gateway)."""
 
     async def aclose(self) -> None:  # noqa: B027 (an optional hook)

@@ -9,8 +9,8 @@ decoding) serves nothing here and cost about 0.2 ms of every request's time to f
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import AsyncGenerator
-from typing import Any
+from collections.abc import AsyncGenerator, Collection
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -19,6 +19,7 @@ import orjson
 
 from deepseek_recipe.backends import Backend, BackendError, GenerationRequest
 
+T = TypeVar("T")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 _INLINE_BODY_IDS = 16_384
@@ -154,3 +155,24 @@ async def _lines(response: httpx.Response) -> AsyncGenerator[bytes, None]:
                 raise BackendError("protocol", "the engine sent an event that is too long", accepted=True)
     if parts:
         yield b"".join(parts)
+
+
+def nonnegative_int(value: Any) -> int | None:
+    """``value`` when the engine sent a count (a non-negative integer), else ``None``."""
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+def without_stop_ids(
+    ids: list[int], logprobs: list[T] | None, stop_ids: Collection[int]
+) -> tuple[list[int], list[T] | None]:
+    """An engine's new output ids without the stop ids (the end of sentence is not output),
+    and their logprobs with them: ``None`` when the engine's do not pair up one to one with
+    ``ids``."""
+    if logprobs is not None and len(logprobs) != len(ids):
+        logprobs = None
+    if not stop_ids or not any(i in stop_ids for i in ids):
+        return ids, logprobs
+    kept = [i for i in ids if i not in stop_ids]
+    if logprobs is not None:
+        logprobs = [lp for i, lp in zip(ids, logprobs) if i not in stop_ids]
+    return kept, logprobs

@@ -21,10 +21,8 @@ import httpx
 import orjson
 
 from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
-from deepseek_recipe.backends._http import HttpBackend
-from deepseek_recipe.frontend import FinishReason
-
-_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
+from deepseek_recipe.backends._http import HttpBackend, nonnegative_int, without_stop_ids
+from deepseek_recipe.frontend import FINISH_REASONS, FinishReason
 
 
 class CompletionsBackend(HttpBackend):
@@ -100,8 +98,10 @@ class CompletionsBackend(HttpBackend):
             usage = event.get("usage")
             if isinstance(usage, dict):
                 details = usage.get("prompt_tokens_details")
-                last.prompt_tokens = _int(usage.get("prompt_tokens"))
-                last.cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+                last.prompt_tokens = nonnegative_int(usage.get("prompt_tokens"))
+                last.cached_tokens = (
+                    nonnegative_int(details.get("cached_tokens")) if isinstance(details, dict) else None
+                )
         # The finishes wait for the end of the stream (the usage comes after them), and reading
         # to the end keeps the connection for the next request.
         for index, reason in sorted(finishes.items()):
@@ -114,9 +114,9 @@ def _choice_chunk(choice: Any, stop_ids: set[int], top: int) -> BackendChunk:
     """One streamed choice as a chunk: its new ids (or text), logprobs and finish reason."""
     if not isinstance(choice, dict):
         raise BackendError("protocol", "the engine sent a choice that is not an object", accepted=True)
-    index = _int(choice.get("index")) or 0
+    index = nonnegative_int(choice.get("index")) or 0
     reason = choice.get("finish_reason")
-    finish = None if reason is None else _FINISH.get(reason, "stop")
+    finish: FinishReason | None = None if reason is None else reason if reason in FINISH_REASONS else "stop"
     if reason == "abort":
         raise BackendError("closed", "the engine aborted the request", accepted=True)
     logprobs = _logprobs(choice.get("logprobs"), top)
@@ -124,11 +124,7 @@ def _choice_chunk(choice: Any, stop_ids: set[int], top: int) -> BackendChunk:
     if isinstance(ids, list):
         if not all(isinstance(i, int) and i >= 0 for i in ids):
             raise BackendError("protocol", "the engine sent token ids that are not ids", accepted=True)
-        kept = [i for i in ids if i not in stop_ids]
-        if logprobs is not None and len(kept) != len(ids):
-            logprobs = [lp for i, lp in zip(ids, logprobs) if i not in stop_ids]
-        if logprobs is not None and len(logprobs) != len(kept):
-            logprobs = None
+        kept, logprobs = without_stop_ids(ids, logprobs, stop_ids)
         return BackendChunk(token_ids=kept, logprobs=logprobs, finish_reason=finish, index=index)
     text = choice.get("text")
     if text is not None and not isinstance(text, str):
@@ -159,7 +155,3 @@ def _token_id(token: Any) -> int | None:
     if isinstance(token, str) and token.startswith("token_id:") and token[9:].isdigit():
         return int(token[9:])
     return None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None

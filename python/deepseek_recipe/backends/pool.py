@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
-from deepseek_recipe.routing import DEFAULT_BLOCK_SIZE, LeastLoaded, PromptBlocks, Router, make_router
+from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest, ReplicaMetrics
+from deepseek_recipe.routing import DEFAULT_BLOCK_SIZE, LeastLoaded, PromptBlocks, Router
 
 if TYPE_CHECKING:
     from deepseek_recipe.frontend import Frontend
-    from deepseek_recipe.gateway.metrics import Metrics
-    from deepseek_recipe.gateway.settings import GatewaySettings
 
 _MAX_COOLDOWN = 60.0
 
@@ -68,7 +66,7 @@ class BackendPool(Backend):
         self._clock = clock
         self._down_until = [0.0] * len(self.replicas)
         self._failures = [0] * len(self.replicas)
-        self._metrics: Metrics | None = None
+        self._metrics: ReplicaMetrics | None = None
 
     @property
     def in_flight(self) -> int:
@@ -78,7 +76,7 @@ class BackendPool(Backend):
     def takes_images(self) -> bool:  # type: ignore[override]
         return all(replica.takes_images for replica in self.replicas)
 
-    def bind_metrics(self, metrics: Metrics) -> None:
+    def bind_metrics(self, metrics: ReplicaMetrics) -> None:
         self._metrics = metrics
 
     def resting(self) -> list[int]:
@@ -183,24 +181,6 @@ def _name(error: BackendError, index: int, replica: Backend) -> None:
     """Say which replica failed: its index for the client, its name (URL) for the log."""
     if error.replica is None:
         error.replica, error.backend = index, error.backend or replica.name
-
-
-def pool_from_settings(settings: GatewaySettings, frontend: Frontend, replicas: Sequence[Backend]) -> BackendPool:
-    """The pool over ``replicas`` (one per ``settings.backend_urls``) that ``settings`` describe."""
-    router = make_router(
-        settings.routing,
-        settings.backend_urls,
-        load_factor=settings.routing_load_factor,
-        memory_blocks=settings.routing_memory_blocks,
-    )
-    return BackendPool(
-        replicas,
-        cooldown=settings.replica_cooldown,
-        router=router,
-        names=settings.backend_urls,
-        block_size=settings.block_size,
-        head_token=head_token(frontend),
-    )
 
 
 def head_token(frontend: Frontend) -> int | None:

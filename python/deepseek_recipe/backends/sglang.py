@@ -17,7 +17,7 @@ import httpx
 import orjson
 
 from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json, image_data_url
-from deepseek_recipe.backends._http import HttpBackend
+from deepseek_recipe.backends._http import HttpBackend, nonnegative_int, without_stop_ids
 from deepseek_recipe.frontend import FinishReason
 
 
@@ -79,7 +79,7 @@ class SGLangBackend(HttpBackend):
             if event is None:
                 yield BackendChunk()
                 continue
-            index = _int(event.get("index")) or 0
+            index = nonnegative_int(event.get("index")) or 0
             seen = seen_by.get(index, 0)
             meta = event.get("meta_info")
             ids = event.get("output_ids")
@@ -92,15 +92,12 @@ class SGLangBackend(HttpBackend):
                 raise BackendError("protocol", "the engine sent token ids that are not ids", accepted=True)
             logprobs = _logprobs(meta, total - seen, request.sampling.top_logprobs or 0) if new else None
             seen_by[index] = total
-            if stop_ids and any(i in stop_ids for i in new):
-                keep = [k for k, i in enumerate(new) if i not in stop_ids]
-                new = [new[k] for k in keep]
-                logprobs = None if logprobs is None else [logprobs[k] for k in keep]
+            new, logprobs = without_stop_ids(new, logprobs, stop_ids)
             chunk = BackendChunk(
                 token_ids=new or None,
                 logprobs=logprobs if new else None,
-                prompt_tokens=_int(meta.get("prompt_tokens")),
-                cached_tokens=_int(meta.get("cached_tokens")),
+                prompt_tokens=nonnegative_int(meta.get("prompt_tokens")),
+                cached_tokens=nonnegative_int(meta.get("cached_tokens")),
                 finish_reason=_finish(meta.get("finish_reason")),
                 index=index,
             )
@@ -138,7 +135,3 @@ def _logprobs(meta: dict[str, Any], new: int, top: int) -> list[tuple[float, lis
         logprob = entry[0] if isinstance(entry, list) and entry and isinstance(entry[0], (int, float)) else 0.0
         out.append((float(logprob), pairs[:top]))
     return out
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None

@@ -19,16 +19,17 @@ GET      ``/``, ``/webui/…``               the visualizer page and its API (``
 =======  ================================  ===============================================
 
 One request: check its ``Host`` (bound to loopback) and, on a JSON route, its content type;
-authenticate; read the body under the size and time limits; count it against the concurrency
-limit; encode it (on the event loop when the body is small, in a worker thread otherwise, where
-a client that leaves cancels it); resolve its images, if any, in a pool of their own; ask the
-engine, and turn its output into the protocol's events as it arrives (``exchange.py``).
+authenticate and read the body under the size and time limits (``intake.py``); count it
+against the concurrency limit; encode it: inline on the event loop when the body is at most
+``_INLINE_PREPARE_BYTES`` (16 KiB: that takes tens of microseconds, less than a trip to a
+thread), else in a worker thread, where a client that leaves cancels it; resolve its images,
+if any, always in a thread pool of their own; ask the engine, and turn its output into the
+protocol's events as it arrives (``exchange.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import ipaddress
 import logging
 import time
@@ -47,18 +48,15 @@ from starlette.responses import JSONResponse, Response
 
 from deepseek_recipe._native import (
     CancelToken,
-    ConversionError,
     ConversionOptions,
-    ImageError,
     ImageResolver,
     MultiModalData,
     OpenCvImagePreprocessor,
     ReqwestImageFetcher,
     Tokenizer,
-    json_nesting_exceeds,
 )
 from deepseek_recipe.backends import Backend
-from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol, Stage
+from deepseek_recipe.frontend import EncodedRequest, Frontend, Protocol
 from deepseek_recipe.gateway.asgi import (
     ASGIApp,
     ClientGone,
@@ -72,15 +70,17 @@ from deepseek_recipe.gateway.asgi import (
     send_bytes,
     send_json,
 )
-from deepseek_recipe.gateway.errors import GatewayError, not_json, public_message
+from deepseek_recipe.gateway.errors import GatewayError, not_json, send_error
 from deepseek_recipe.gateway.exchange import Exchange, Record
+from deepseek_recipe.gateway.intake import Intake, unauthorized
 from deepseek_recipe.gateway.lifecycle import Lifecycle, shutting_down
 from deepseek_recipe.gateway.limits import Admission, limits_from_settings
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
-from deepseek_recipe.gateway.stored import StoredResponses, owner_of
+from deepseek_recipe.gateway.stored import StoredResponses
 from deepseek_recipe.gateway.tracing import Tracing, tracing_from_settings
 from deepseek_recipe.gateway.webui import WebUI
+from deepseek_recipe.routing import make_router
 
 logger = logging.getLogger("deepseek_recipe.gateway")
 T = TypeVar("T")
@@ -102,7 +102,6 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
 # less than handing the work to a thread and back. Larger ones go to a worker thread. Images
 # are never resolved on the loop, whatever the body's size (their downloads take seconds).
 _INLINE_PREPARE_BYTES = 16 * 1024
-_PARSER_DEPTH = 127  # the deepest nesting the request parser (the reference's) accepts
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
 
 
@@ -133,11 +132,11 @@ class Gateway:
         self.backend = backend if backend is not None else backend_from_settings(self.settings, self.frontend)
         self.metrics = metrics if metrics is not None else Metrics()
         self.backend.bind_metrics(self.metrics)
-        self._keys = self.settings.accepted_keys()
+        self.intake = Intake(self.settings, self.frontend)
         self._in_flight = 0
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
-        self._webui = WebUI(self, at_root=at_root) if self.settings.webui else None
+        self._webui = WebUI(self.intake, at_root=at_root) if self.settings.webui else None
         # Image downloads and decoding get threads of their own, so hosts that hang cannot take
         # the threads other requests are encoded in.
         self._image_limiter = anyio.CapacityLimiter(self.settings.image_workers)
@@ -182,11 +181,11 @@ class Gateway:
         route = _ROUTES.get(scope["path"])
         protocol = route[1] if route is not None else None
         if not self._host_served(scope):
-            await self._fail(send, protocol, GatewayError("invalid_request", "Invalid Host header"))
+            await send_error(send, GatewayError("invalid_request", "Invalid Host header"), protocol)
             return
         if route is None and self.stored.handles(scope["path"]):
             if scope["method"] == "POST" and not json_content(scope):
-                await self._fail(send, None, not_json())
+                await send_error(send, not_json(), None)
             else:
                 await self._stored_route(scope, receive, send)
             return
@@ -201,10 +200,10 @@ class Gateway:
         method, protocol = route
         if scope["method"] != method:
             error = GatewayError("method_not_allowed", f"Method {scope['method']} is not allowed here")
-            await send_json(send, 405, error.body(protocol), [(b"allow", method.encode())])
+            await send_error(send, error, protocol, method.encode())
             return
         if method == "POST" and not json_content(scope):
-            await self._fail(send, protocol, not_json())
+            await send_error(send, not_json(), protocol)
             return
         path = scope["path"]
         if path in _GENERATE:
@@ -275,8 +274,8 @@ class Gateway:
 
     async def _models(self, scope: Scope, send: Send) -> None:
         anthropic = header(scope, b"anthropic-version") is not None
-        if not self._authorized(scope):
-            await self._fail(send, "messages" if anthropic else None, _unauthorized())
+        if not self.intake.authorized(scope):
+            await send_error(send, unauthorized(), "messages" if anthropic else None)
             return
         names = self.frontend.models
         if anthropic:
@@ -294,16 +293,15 @@ class Gateway:
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
         record = Record("messages", request_id(scope))
         try:
-            if not self._authorized(scope):
-                raise _unauthorized()
-            body = await self._read_body(scope, receive)
-            encoded = await self._run_encode(len(body), receive, lambda: self._encode("messages", body))
+            self.intake.authenticate(scope)
+            body = await self.intake.read_body(scope, receive)
+            encoded = await self._run_encode(len(body), receive, lambda: self.intake.encode("messages", body))
             images = await self._images_async(encoded, receive)
             count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}))
         except GatewayError as error:
             record.status, record.error = error.status, error.kind
-            await self._fail(send, "messages", error)
+            await send_error(send, error, "messages")
         except ClientGone:
             record.disconnected = True
 
@@ -313,7 +311,7 @@ class Gateway:
         counted = False
         if self.lifecycle.draining:
             record.status, record.error = 503, "shutting_down"
-            await self._fail(send, protocol, shutting_down())
+            await send_error(send, shutting_down(), protocol)
             self._finish(record)
             return
         held = self.lifecycle.enter()
@@ -321,9 +319,8 @@ class Gateway:
         if self.tracing is not None:
             self.tracing.start(scope, record)
         try:
-            if not self._authorized(scope):
-                raise _unauthorized()
-            body = await self._read_body(scope, receive)
+            self.intake.authenticate(scope)
+            body = await self.intake.read_body(scope, receive)
             record.stage("read_body", record.started, time.perf_counter())
             # A request counts against the limit once its body is in: a client sending its body
             # slowly holds a connection (bounded by the body timeout), not a slot.
@@ -333,23 +330,25 @@ class Gateway:
             if self._in_flight > self.settings.max_concurrent_requests:
                 raise GatewayError("rate_limited", "Too many requests in flight; retry later")
             if self.limits is not None:
-                admission = await self.limits.admit(self._key(scope))
+                admission = await self.limits.admit(self.intake.key(scope))
             start = time.perf_counter()
             turn = None
             if protocol == "responses" and self.stored.enabled:
-                self._check_depth(body)
+                self.intake.check_depth(body)
                 encoded, turn = await self.stored.prepare(
-                    self._owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
+                    self.intake.owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
                 )
             else:
-                encoded = await self._run_encode(len(body), receive, lambda: self._encode(protocol, body, record.stage))
+                encoded = await self._run_encode(
+                    len(body), receive, lambda: self.intake.encode(protocol, body, record.stage)
+                )
             if encoded.image_sources:
                 started_images = time.perf_counter()
                 images = await self._images_async(encoded, receive)
                 record.stage("images", started_images, time.perf_counter())
             else:
                 images = None
-            prepared = self._checked(self.frontend.assemble, encoded, images)
+            prepared = self.intake.checked(self.frontend.assemble, encoded, images)
             prepared_at = time.perf_counter()
             record.prepare_seconds = prepared_at - start
             record.stage("prepare", start, prepared_at)
@@ -374,14 +373,14 @@ class Gateway:
         except GatewayError as error:
             record.status, record.error = error.status, record.error or error.kind
             if exchange is None or not exchange.started:
-                await self._fail(send, protocol, error)
+                await send_error(send, error, protocol)
         except ClientGone:
             record.disconnected, record.status = True, 499
         except Exception:  # a bug of ours: answer 500 in the protocol's shape, and log it
             logger.exception("request %s failed", record.request_id)
             record.status, record.error = 500, "internal"
             if exchange is None or not exchange.started:
-                await self._fail(send, protocol, GatewayError("internal", "Internal error"))
+                await send_error(send, GatewayError("internal", "Internal error"), protocol)
         finally:
             self.lifecycle.leave(held)
             if admission is not None:
@@ -391,60 +390,29 @@ class Gateway:
                 self.metrics.running.dec()
             self._finish(record)
 
-    def _prepare(self, protocol: Protocol, body: bytes, record: Record | None = None) -> PreparedRequest:
-        """The whole preparation in the calling thread (the page's API runs it in its own)."""
-        start = time.perf_counter()
-        encoded = self._encode(protocol, body)
-        prepared = self._checked(self.frontend.assemble, encoded, self._checked(self.frontend.resolve_images, encoded))
-        if record is not None:
-            record.prepare_seconds = time.perf_counter() - start
-        return prepared
-
-    def _encode(self, protocol: Protocol, body: bytes, stage: Stage | None = None) -> EncodedRequest:
-        self._check_depth(body)
-        if stage is None:
-            return self._checked(self.frontend.encode_request, protocol, body)
-        return self._checked(lambda: self.frontend.encode_request(protocol, body, stage=stage))
-
-    def _check_depth(self, body: bytes) -> None:
-        """A ``max_json_depth`` below the parser's own limit, checked before parsing."""
-        depth = self.settings.max_json_depth
-        if depth < _PARSER_DEPTH and json_nesting_exceeds(body, depth):
-            raise GatewayError("invalid_request", f"Request JSON nests deeper than {depth} levels")
-
     async def _run_encode(self, size: int, receive: Receive, encode: Callable[[], T]) -> T:
-        """``encode()`` (parsing, conversion, rendering, encoding: no I/O) on the loop when the
-        body is ``size`` bytes or less than the inline limit, else in a worker thread (a client
-        that leaves meanwhile cancels the conversion)."""
+        """``encode()`` (parsing, conversion, rendering, encoding: no I/O) of a body of ``size``
+        bytes: inline on the loop up to ``_INLINE_PREPARE_BYTES``, else in a worker thread (a
+        client that leaves meanwhile cancels the conversion)."""
         if size <= _INLINE_PREPARE_BYTES:
-            return self._checked(encode)
-        return await _off_loop(receive, None, self._checked, encode)
+            return self.intake.checked(encode)
+        return await _off_loop(receive, None, self.intake.checked, encode)
 
     async def _images_async(self, encoded: EncodedRequest, receive: Receive) -> MultiModalData | None:
         """The request's images, resolved in the image pool (never on the loop)."""
         if not encoded.image_sources:
             return None
-        return await _off_loop(receive, self._image_limiter, self._checked, self.frontend.resolve_images, encoded)
-
-    def _checked(self, call: Callable[..., T], *args: Any) -> T:
-        """``call(*args)``, its failures as the gateway answers them."""
-        try:
-            return call(*args)
-        except (ValueError, ConversionError) as error:
-            raise GatewayError("invalid_request", str(error)) from None
-        except ImageError as error:  # a V4.1 image could not be fetched or preprocessed
-            raise GatewayError("invalid_request" if error.status_code == 400 else "internal", str(error)) from None
-        except RuntimeError as error:  # the tokenizer cannot encode this prompt
-            raise GatewayError("internal", public_message(str(error))) from None
+        return await _off_loop(receive, self._image_limiter, self.intake.checked, self.frontend.resolve_images, encoded)
 
     async def _stored_route(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stored responses and conversations (``stored.py``), in OpenAI's error shape."""
         try:
-            if not self._authorized(scope):
-                raise _unauthorized()
-            await self.stored.serve(scope, receive, send, self._owner(scope), lambda: self._read_body(scope, receive))
+            self.intake.authenticate(scope)
+            await self.stored.serve(
+                scope, receive, send, self.intake.owner(scope), lambda: self.intake.read_body(scope, receive)
+            )
         except GatewayError as error:
-            await self._fail(send, None, error)
+            await send_error(send, error, None)
         except ClientGone:
             pass
 
@@ -455,61 +423,6 @@ class Gateway:
         on another site whose name now resolves to this machine (DNS rebinding) is not."""
         host = header(scope, b"host")
         return self._hosts is None or host is None or _host_allowed(host, self._hosts)
-
-    def _authorized(self, scope: Scope) -> bool:
-        return not self._keys or self._key(scope) is not None
-
-    def _key(self, scope: Scope) -> bytes | None:
-        """The configured key the request carries, if any."""
-        supplied = header(scope, b"x-api-key")
-        authorization = header(scope, b"authorization")
-        if authorization is not None and authorization[:7].lower() == b"bearer ":
-            supplied = authorization[7:].strip()
-        if supplied is None:
-            return None
-        matched: bytes | None = None
-        for key in self._keys:  # every key compared, in constant time each
-            if hmac.compare_digest(key, supplied):
-                matched = key
-        return matched
-
-    def _owner(self, scope: Scope) -> str:
-        """Who owns what this request stores: its API key (one shared owner without keys)."""
-        return owner_of(self._key(scope) if self._keys else None)
-
-    async def _read_body(self, scope: Scope, receive: Receive, limit: int | None = None) -> bytes:
-        """The whole body: at most ``limit`` bytes (``max_body_bytes``; 413 beyond), within
-        ``body_timeout`` (408 beyond)."""
-        limit = self.settings.max_body_bytes if limit is None else limit
-        length = header(scope, b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
-        parts: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(self.settings.body_timeout):
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise ClientGone
-                part = message.get("body", b"")
-                size += len(part)
-                if size > limit:
-                    raise GatewayError("too_large", f"Request body is larger than {limit} bytes")
-                parts.append(part)
-                if not message.get("more_body", False):
-                    return b"".join(parts)
-        raise GatewayError(
-            "request_timeout", f"The request body did not arrive within {self.settings.body_timeout:g} s"
-        )
-
-    async def _fail(self, send: Send, protocol: Protocol | None, error: GatewayError) -> None:
-        # A body not read to its end (too large, too late) leaves the connection unusable.
-        headers = [(b"connection", b"close")] if error.kind in ("too_large", "request_timeout") else []
-        headers += error.headers
-        try:
-            await send_json(send, error.status, error.body(protocol), headers)
-        except OSError:
-            pass
 
     def _finish(self, record: Record) -> None:
         m, p = self.metrics, record.protocol
@@ -553,10 +466,6 @@ class Gateway:
                 "duration_ms": round(elapsed * 1e3, 3),
             }
             logger.info(orjson.dumps(line).decode())
-
-
-def _unauthorized() -> GatewayError:
-    return GatewayError("authentication", "Invalid or missing API key")
 
 
 async def _off_loop(receive: Receive, limiter: anyio.CapacityLimiter | None, call: Callable[..., T], *args: Any) -> T:
@@ -648,10 +557,10 @@ def frontend_from_settings(settings: GatewaySettings) -> Frontend:
 
 
 def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Backend:
-    """The engine (or pool of replicas) that ``settings`` describe."""
+    """The engine (or pool of replicas, routed as ``settings`` say) that ``settings`` describe."""
     from deepseek_recipe.backends.completions import CompletionsBackend
     from deepseek_recipe.backends.demo import DemoEngine
-    from deepseek_recipe.backends.pool import pool_from_settings
+    from deepseek_recipe.backends.pool import BackendPool, head_token
     from deepseek_recipe.backends.sglang import SGLangBackend
 
     if settings.backend == "demo":
@@ -669,7 +578,22 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
             )
         else:
             replicas.append(SGLangBackend(url, connect_timeout=timeout))
-    return replicas[0] if len(replicas) == 1 else pool_from_settings(settings, frontend, replicas)
+    if len(replicas) == 1:
+        return replicas[0]
+    router = make_router(
+        settings.routing,
+        settings.backend_urls,
+        load_factor=settings.routing_load_factor,
+        memory_blocks=settings.routing_memory_blocks,
+    )
+    return BackendPool(
+        replicas,
+        cooldown=settings.replica_cooldown,
+        router=router,
+        names=settings.backend_urls,
+        block_size=settings.block_size,
+        head_token=head_token(frontend),
+    )
 
 
 def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Starlette:

@@ -39,11 +39,17 @@ def request_id(scope: Scope) -> str:
     return secrets.token_hex(8)
 
 
-async def send_bytes(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+async def send_bytes(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], *, head: bool = False
+) -> None:
+    """A whole response; ``head``: the headers only (the answer to ``HEAD``: the length the
+    ``GET`` would have)."""
     headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-async def send_json(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send_bytes(send, status, body, [(b"content-type", b"application/json"), *(headers or [])])
+async def send_json(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None, *, head: bool = False
+) -> None:
+    await send_bytes(send, status, body, [(b"content-type", b"application/json"), *(headers or [])], head=head)

@@ -19,6 +19,7 @@ from typing import Literal
 import orjson
 
 from deepseek_recipe.frontend import Protocol
+from deepseek_recipe.gateway.asgi import Send, send_json
 
 QUOTE_LIMIT = 48
 MESSAGE_LIMIT = 300
@@ -117,3 +118,19 @@ class GatewayError(Exception):
 def not_json() -> GatewayError:
     """The refusal of a body that is not said to be JSON on a JSON route (415)."""
     return GatewayError("unsupported_media_type", "Content-Type must be application/json")
+
+
+async def send_error(
+    send: Send, error: GatewayError, protocol: Protocol | None = None, allow: bytes | None = None
+) -> None:
+    """Answer ``error`` in ``protocol``'s shape (``allow``: the methods a 405 names). A body not
+    read to its end (too large, too late) leaves the connection unusable, so it is closed; a
+    client already gone is not an error."""
+    headers = [(b"connection", b"close")] if error.kind in ("too_large", "request_timeout") else []
+    if allow is not None:
+        headers.append((b"allow", allow))
+    headers += error.headers
+    try:
+        await send_json(send, error.status, error.body(protocol), headers)
+    except OSError:
+        pass
