@@ -127,3 +127,17 @@ def test_stub_and_py_typed_are_installed() -> None:
     package = Path(deepseek_recipe.__file__).parent
     assert (package / "py.typed").exists()
     assert (package / "_native.pyi").exists()
+
+
+def test_modules_the_native_core_calls_import_nothing_of_it() -> None:
+    """``_native`` imports ``_fetch`` when it downloads; ``_fetch`` gets the rules it applies
+    with each call's settings, so the two never import each other."""
+    source = Path(deepseek_recipe.__file__).with_name("_fetch.py").read_text(encoding="utf-8")
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+    assert "httpx" in imported  # the walk sees the module's imports
+    assert not {name for name in imported if "_native" in name}, imported

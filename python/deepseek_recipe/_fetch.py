@@ -6,7 +6,8 @@ backend gives the one hook safe fetching needs: the TCP connection itself. A Rus
 (``reqwest``) would add a hundred crates and minutes to every build for the same hook. The
 rules stay in Rust: which addresses and schemes are allowed (``deepseek_images::address``),
 the limits, the format sniff, and every error's kind and text (the native classes build them
-from the outcomes returned here).
+from the outcomes returned here). The native side hands the rules in with each call's settings,
+so this module imports nothing of ``_native`` (no import cycle).
 
 How one URL is fetched, hop by hop (at most ``max_redirects`` redirects):
 
@@ -41,8 +42,6 @@ from typing import Any
 
 import httpcore
 import httpx
-
-from deepseek_recipe import _native
 
 Outcome = tuple[str, "bytes | None"]
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -169,18 +168,17 @@ class _Settings:
         (
             self.max_bytes,
             self.destination_filter,
-            allowed_networks,
+            self.rules,
             self.connect_timeout,
             self.total_timeout,
             self.resolver,
             self.concurrency,
             self.max_redirects,
         ) = settings
-        self.rule = _native.ReqwestImageFetcher().with_allowed_networks(list(allowed_networks))
 
     def allows(self, host: str, address: str) -> bool:
         if self.destination_filter is None:
-            return bool(self.rule._allows_address(address))
+            return bool(self.rules.allows_address(address))
         try:
             verdict = self.destination_filter(host, address)
         except Exception:  # a filter that raises rejects the address
@@ -217,7 +215,7 @@ def _read(response: httpx.Response, settings: _Settings, deadline: float, sniff:
             raise _Stop("too_large")
         if time.monotonic() > deadline:
             raise _Stop("fetch")
-        if sniff and len(body) >= _native._SNIFF_BYTES and not _native._looks_like_image(bytes(body)):
+        if sniff and len(body) >= settings.rules.sniff_bytes and not settings.rules.looks_like_image(bytes(body)):
             break  # not an image: what came so far is enough to say so
     return bytes(body)
 
@@ -231,7 +229,7 @@ def _fetch_one(client: httpx.Client, settings: _Settings, url: str, sniff: bool)
                 target = httpx.URL(current)
             except (httpx.InvalidURL, TypeError, ValueError):
                 return ("fetch", None)
-            if not _native._scheme_allowed(target.scheme) or not target.host:
+            if not settings.rules.scheme_allowed(target.scheme) or not target.host:
                 return ("fetch", None)
             remaining = max(0.001, deadline - time.monotonic())
             timeout = httpx.Timeout(remaining, connect=min(settings.connect_timeout, remaining))

@@ -12,7 +12,7 @@ use deepseek_images::{geometry, preprocess, ImageError, ImageErrorKind, Preproce
 use deepseek_model::{ImageDetail, ImageSource, ImageSourceKind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::errors;
 use crate::message::PyImageSource;
@@ -241,7 +241,6 @@ const MIB: u64 = 1 << 20;
 struct FetchSettings {
     max_bytes: u64,
     filter: Option<Py<PyAny>>,
-    allowed_networks: Vec<String>,
     connect_timeout: f64,
     total_timeout: f64,
     resolver: Option<Py<PyAny>>,
@@ -296,7 +295,13 @@ impl PyReqwestImageFetcher {
                 s.filter
                     .as_ref()
                     .map_or_else(|| py.None().into_bound(py), |f| f.bind(py).clone()),
-                PyList::new(py, &s.allowed_networks)?.into_any(),
+                Bound::new(
+                    py,
+                    PyFetchRules {
+                        policy: self.policy.clone(),
+                    },
+                )?
+                .into_any(),
                 s.connect_timeout.into_pyobject(py)?.into_any(),
                 s.total_timeout.into_pyobject(py)?.into_any(),
                 s.resolver
@@ -314,7 +319,6 @@ impl FetchSettings {
         Self {
             max_bytes: self.max_bytes,
             filter: None,
-            allowed_networks: self.allowed_networks.clone(),
             connect_timeout: self.connect_timeout,
             total_timeout: self.total_timeout,
             resolver: None,
@@ -380,7 +384,6 @@ impl PyReqwestImageFetcher {
             settings: FetchSettings {
                 max_bytes: resolve::MAX_IMAGE_BYTES,
                 filter: None,
-                allowed_networks: Vec::new(),
                 connect_timeout: 10.0,
                 total_timeout: 30.0,
                 resolver: None,
@@ -414,9 +417,10 @@ impl PyReqwestImageFetcher {
     /// addresses. Raises `ValueError` for a malformed network.
     fn with_allowed_networks(&self, networks: Vec<String>) -> PyResult<Self> {
         let policy = Policy::allowing(&networks).map_err(PyValueError::new_err)?;
-        let mut fetcher = self.with(|s| s.allowed_networks = networks);
-        fetcher.policy = policy;
-        Ok(fetcher)
+        Ok(Self {
+            policy,
+            ..self.with(|_| {})
+        })
     }
 
     /// Ours: the connect timeout and the total time of one download, in seconds.
@@ -464,12 +468,6 @@ impl PyReqwestImageFetcher {
                 &url,
             ))),
         }
-    }
-
-    /// Ours, for `deepseek_recipe._fetch`: whether this fetcher's default rule allows
-    /// connecting to `address` (the caller's filter, when set, decides instead).
-    fn _allows_address(&self, address: &str) -> bool {
-        self.policy.allows_text(address)
     }
 }
 
@@ -560,16 +558,36 @@ impl PyImageResolver {
 /// Bytes `_looks_like_image` needs to decide.
 pub const SNIFF_BYTES: usize = 12;
 
-/// Whether the first bytes of a body are those of a PNG, JPEG, GIF or WebP file.
-#[pyfunction]
-#[pyo3(name = "_looks_like_image")]
-pub fn looks_like_image(prefix: &[u8]) -> bool {
-    deepseek_images::preprocess::sniff(prefix).is_some()
+/// The rules a download follows, handed to `deepseek_recipe._fetch` with the fetcher's
+/// settings: that module applies them and imports nothing of this one.
+#[pyclass(name = "_FetchRules", frozen, module = "deepseek_recipe._native")]
+struct PyFetchRules {
+    policy: Policy,
 }
 
-/// Whether a fetcher may use this URL scheme.
-#[pyfunction]
-#[pyo3(name = "_scheme_allowed")]
-pub fn scheme_allowed(scheme: &str) -> bool {
-    deepseek_images::address::scheme_allowed(scheme)
+#[pymethods]
+impl PyFetchRules {
+    /// Whether the fetcher's rule allows connecting to `address` (a caller's filter, when
+    /// set, decides instead).
+    fn allows_address(&self, address: &str) -> bool {
+        self.policy.allows_text(address)
+    }
+
+    /// Whether a fetcher may use this URL scheme.
+    #[staticmethod]
+    fn scheme_allowed(scheme: &str) -> bool {
+        deepseek_images::address::scheme_allowed(scheme)
+    }
+
+    /// How many first bytes of a body `looks_like_image` needs.
+    #[getter]
+    fn sniff_bytes(&self) -> usize {
+        SNIFF_BYTES
+    }
+
+    /// Whether the first bytes of a body are those of a PNG, JPEG, GIF or WebP file.
+    #[staticmethod]
+    fn looks_like_image(prefix: &[u8]) -> bool {
+        deepseek_images::preprocess::sniff(prefix).is_some()
+    }
 }

@@ -100,9 +100,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<images::PyOpenCvImagePreprocessor>()?;
     m.add_class::<images::PyReqwestImageFetcher>()?;
     m.add_class::<images::PyImageResolver>()?;
-    m.add("_SNIFF_BYTES", images::SNIFF_BYTES)?;
-    m.add_function(wrap_pyfunction!(images::looks_like_image, m)?)?;
-    m.add_function(wrap_pyfunction!(images::scheme_allowed, m)?)?;
 
     m.add_class::<stream::PyPromptUsage>()?;
     m.add_class::<stream::PyInferenceFinishReason>()?;
