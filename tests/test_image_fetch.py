@@ -153,9 +153,13 @@ def test_the_default_fetcher_refuses_loopback_without_connecting(server: Server)
 def test_allowing_a_network_is_explicit_and_checked() -> None:
     with pytest.raises(ValueError, match="not an IP network"):
         dr.ReqwestImageFetcher().with_allowed_networks(["127.0.0.0/33"])
-    assert LOOPBACK._allows_address("127.0.0.1")
-    assert not LOOPBACK._allows_address("127.0.0.2")
-    assert not dr.ReqwestImageFetcher()._allows_address("169.254.169.254")
+    # Refused before any connection: nothing listens on these, so only the rule can answer.
+    for fetcher, url in [
+        (LOOPBACK, "http://127.0.0.2:9/x.png"),
+        (dr.ReqwestImageFetcher(), "http://127.0.0.1:9/x.png"),
+    ]:
+        assert failure(lambda: fetcher.fetch(url)).kind == "DestinationRejected", url
+    assert failure(lambda: LOOPBACK.fetch("http://127.0.0.1:9/x.png")).kind == "Fetch"  # allowed: a refused connect
 
 
 def test_a_redirect_to_a_forbidden_address_is_refused_before_connecting(server: Server, elsewhere: Server) -> None:

@@ -292,7 +292,6 @@ class ImageResolver:
     def pixel_budget(self) -> int | None:
         """Ours: the pixel budget of one call (``None``: none, as the reference's resolver)."""
 
-
 @disjoint_base
 class Message:
     """Base class of messages. Properties a role does not use hold ``None``, ``[]`` or ``False``."""

@@ -2,7 +2,7 @@
 Anthropic Messages, with prompts built and output parsed by this library, in front of any
 engine that takes token ids.
 
-- :func:`create_app`: a standalone ASGI app (Starlette), as ``deepseek-recipe serve`` runs it;
+- :func:`create_app`: a standalone ASGI app, as ``deepseek-recipe serve`` runs it;
 - :class:`Gateway`: the same as pure ASGI middleware around an app of your own;
 - :class:`GatewaySettings`: every setting, from flags and ``DEEPSEEK_RECIPE_*`` variables.
 """

@@ -33,18 +33,14 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import orjson
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from deepseek_recipe._native import (
     CancelToken,
@@ -108,11 +104,12 @@ _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-lo
 class Gateway:
     """Pure ASGI middleware: serves the DeepSeek routes, passes everything else to ``app``.
 
-    ``Gateway(app, settings)`` wraps any ASGI app; :func:`create_app` builds a standalone
-    Starlette app around one. ``frontend``, ``backend`` and ``metrics`` default to what
-    ``settings`` describes. The backend is closed when the server shuts down (ASGI lifespan).
-    The visualizer page is served at ``/webui/`` (and ``/`` leads there when ``page_at_root``,
-    by default when there is no app of yours) unless ``settings.webui`` is off.
+    ``Gateway(app, settings)`` wraps any ASGI app; without one (:func:`create_app`) it is a
+    standalone app: a 404 for other paths, and the server's lifespan its own. ``frontend``,
+    ``backend`` and ``metrics`` default to what ``settings`` describes. The backend is closed
+    when the server shuts down (ASGI lifespan). The visualizer page is served at ``/webui/``
+    (and ``/`` leads there when ``page_at_root``, by default when there is no app of yours)
+    unless ``settings.webui`` is off.
     """
 
     def __init__(
@@ -171,10 +168,12 @@ class Gateway:
         )
         if ours:
             await self._ours(scope, receive, send)
-        elif self.app is None:
-            await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
-        else:
+        elif self.app is not None:
             await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
+        else:  # a WebSocket: none is served here
+            await send({"type": "websocket.close", "code": 1000})
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One of our routes (behind the CORS middleware when origins are allowed)."""
@@ -198,9 +197,11 @@ class Gateway:
             await send_json(send, 404, GatewayError("not_found", "Not found").body(None))
             return
         method, protocol = route
-        if scope["method"] != method:
+        # HEAD is GET without the body (RFC 9110), for probes and caches.
+        head = method == "GET" and scope["method"] == "HEAD"
+        if scope["method"] != method and not head:
             error = GatewayError("method_not_allowed", f"Method {scope['method']} is not allowed here")
-            await send_error(send, error, protocol, method.encode())
+            await send_error(send, error, protocol, b"GET, HEAD" if method == "GET" else method.encode())
             return
         if method == "POST" and not json_content(scope):
             await send_error(send, not_json(), protocol)
@@ -211,15 +212,17 @@ class Gateway:
         elif path == "/v1/messages/count_tokens":
             await self._count_tokens(scope, receive, send)
         elif path == "/v1/models":
-            await self._models(scope, send)
+            await self._models(scope, send, head)
         elif path == "/health":
-            await send_json(send, 200, b'{"status":"ok"}')
+            await send_json(send, 200, b'{"status":"ok"}', head=head)
         elif path == "/ready":
             ready = await self.lifecycle.ready(self.backend)
-            await send_json(send, 200 if ready else 503, b'{"status":"ok"}' if ready else b'{"status":"unavailable"}')
+            answer = b'{"status":"ok"}' if ready else b'{"status":"unavailable"}'
+            await send_json(send, 200 if ready else 503, answer, head=head)
         else:
             body = await anyio.to_thread.run_sync(self.metrics.exposition)
-            await send_bytes(send, 200, body, [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")])
+            content_type = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")]
+            await send_bytes(send, 200, body, content_type, head=head)
 
     async def aclose(self) -> None:
         """Close the backend's connections and the store."""
@@ -251,11 +254,9 @@ class Gateway:
                 while True:
                     message = await receive()
                     if message["type"] == "lifespan.startup":
-                        await self._started()
-                        await send({"type": "lifespan.startup.complete"})
+                        await send(await _lifespan_step("startup", self._started))
                     elif message["type"] == "lifespan.shutdown":
-                        await self.aclose()
-                        await send({"type": "lifespan.shutdown.complete"})
+                        await send(await _lifespan_step("shutdown", self.aclose))
                         group.cancel_scope.cancel()
                         return
 
@@ -272,7 +273,7 @@ class Gateway:
 
     # -- routes -----------------------------------------------------------------------------
 
-    async def _models(self, scope: Scope, send: Send) -> None:
+    async def _models(self, scope: Scope, send: Send, head: bool) -> None:
         anthropic = header(scope, b"anthropic-version") is not None
         if not self.intake.authorized(scope):
             await send_error(send, unauthorized(), "messages" if anthropic else None)
@@ -288,7 +289,7 @@ class Gateway:
         else:
             data = [{"id": n, "object": "model", "created": self._created, "owned_by": "deepseek"} for n in names]
             body = {"object": "list", "data": data}
-        await send_json(send, 200, orjson.dumps(body))
+        await send_json(send, 200, orjson.dumps(body), head=head)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
         record = Record("messages", request_id(scope))
@@ -596,22 +597,27 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
     )
 
 
-def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Starlette:
-    """A standalone Starlette app serving the gateway (``overrides`` set settings by name)."""
+def create_app(settings: GatewaySettings | None = None, **overrides: Any) -> Gateway:
+    """The gateway as a standalone ASGI app (``overrides`` set settings by name): its own 404
+    for other paths, its own lifespan, the page at ``/``."""
     if settings is None:
         settings = GatewaySettings(**overrides)
     elif overrides:
         settings = settings.model_copy(update=overrides)
-    frontend = frontend_from_settings(settings)
-    backend = backend_from_settings(settings, frontend)
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        return JSONResponse(orjson.loads(GatewayError("not_found", "Not found").body(None)), status_code=404)
-
-    middleware = [Middleware(Gateway, settings=settings, frontend=frontend, backend=backend, page_at_root=True)]
-    return Starlette(middleware=middleware, exception_handlers={404: not_found})
+    return Gateway(settings=settings)
 
 
-def app_from_env() -> Starlette:
+async def _lifespan_step(step: str, work: Callable[[], Awaitable[None]]) -> Message:
+    """The answer to ``lifespan.<step>``: complete, or failed with the error's type (the
+    server logs it and, at startup, stops)."""
+    try:
+        await work()
+    except Exception as error:
+        logger.exception("the gateway's %s failed", step)
+        return {"type": f"lifespan.{step}.failed", "message": type(error).__name__}
+    return {"type": f"lifespan.{step}.complete"}
+
+
+def app_from_env() -> Gateway:
     """The app for ``uvicorn --factory`` worker processes: settings from the environment."""
     return create_app(GatewaySettings())
