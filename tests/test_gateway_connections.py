@@ -20,7 +20,7 @@ import pytest
 from deepseek_recipe.gateway import GatewaySettings, create_app
 from deepseek_recipe.gateway.server import MAX_HEADER_BYTES, uvicorn_options, warnings_at_start
 from tests.gateway_support import ServerThread, serving, settle
-from tests.test_serve import serve
+from tests.ops_support import serve_process
 
 CHAT = "/v1/chat/completions"
 BODY = {"model": "DeepSeek-V4-Pro", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
@@ -229,9 +229,9 @@ def test_cors_is_off_by_default_and_allowed_by_origin() -> None:
 
 def test_serving_beyond_loopback_without_keys_warns_at_start() -> None:
     warning = "listening on 0.0.0.0 with no API key"
-    with serve("--host", "0.0.0.0") as (_, lines):
+    with serve_process("--host", "0.0.0.0") as served:
         pass
-    assert any(warning in line for line in lines), lines
+    assert any(warning in line for line in served.log), served.log
     assert warnings_at_start(GatewaySettings(host="0.0.0.0", api_keys=["k"])) == []  # type: ignore[list-item]
     assert warnings_at_start(GatewaySettings(host="::1")) == []
     assert warnings_at_start(GatewaySettings(host="localhost")) == []

