@@ -83,7 +83,7 @@ def test_span_tree_of_a_streamed_request(
     assert f"{root.context.trace_id:032x}" == TRACE_ID and f"{root.parent.span_id:016x}" == CALLER_SPAN
     assert _tree(spans, root) == {
         "engine_ttft": {},
-        "prepare": {"convert": {}, "parse": {}, "render_encode": {}},
+        "prepare": {"convert": {}, "encode": {}, "parse": {}, "render": {}},
         "read_body": {},
         "route": {},
         "stream": {},
@@ -123,7 +123,7 @@ def test_stage_histograms_have_the_span_names(traced: tuple[InMemorySpanExporter
     path, body = _request("messages")
     assert httpx.post(server.url + path, json={**body, "stream": True}, timeout=30).status_code == 200
     metrics = httpx.get(server.url + "/metrics").text
-    for stage in ("read_body", "prepare", "parse", "convert", "render_encode", "route", "engine_ttft", "stream"):
+    for stage in ("read_body", "prepare", "parse", "convert", "render", "encode", "route", "engine_ttft", "stream"):
         assert f'deepseek_recipe:request_stage_seconds_count{{stage="{stage}"}} 1.0' in metrics, stage
 
 

@@ -346,10 +346,17 @@ def test_rendered_prompt_encodes_like_the_encoding(tokenizer: dr.Tokenizer) -> N
             with pytest.raises(dr.TokenizerError) as again:
                 rendered.encode(tokenizer)
             assert (str(again.value), again.value.kind) == (str(error), error.kind), case_id
+            with pytest.raises(dr.TokenizerError) as timed_error:
+                encoding.with_tokenizer(tokenizer).encode_ids_timed(converted.conversation)
+            assert str(timed_error.value) == str(error), case_id
             failed += 1
             continue
         assert rendered.encode(tokenizer) == whole, case_id
         assert rendered.encode_ids(tokenizer).tolist() == whole, case_id
+        timed, (render_seconds, encode_seconds) = encoding.with_tokenizer(tokenizer).encode_ids_timed(
+            converted.conversation
+        )
+        assert timed.tolist() == whole and render_seconds > 0 and encode_seconds > 0, case_id
         compared += 1
     assert compared > 400 and failed > 100, (compared, failed)  # V4 prompts, and V4.1 ones it refuses
 

@@ -431,6 +431,8 @@ class DeepseekV4Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    def encode_ids_timed(self, conversation: Conversation) -> tuple[TokenIds, tuple[float, float]]:
+        """Ours: ``encode_ids``, with how long rendering and then encoding took (seconds)."""
     def encode_continuing(
         self, conversation: Conversation, previous: EncodedPrompt | None = None, stored_ids: bytes | None = None
     ) -> EncodedPrompt:
@@ -456,6 +458,8 @@ class DeepseekV41Encoding:
         """Token ids: special ranges by added-vocabulary lookup, text with no added-token matching."""
     def encode_ids(self, conversation: Conversation) -> TokenIds:
         """``encode``, with the ids held by the core (no Python int per id until asked)."""
+    def encode_ids_timed(self, conversation: Conversation) -> tuple[TokenIds, tuple[float, float]]:
+        """Ours: ``encode_ids``, with how long rendering and then encoding took (seconds)."""
     def encode_continuing(
         self, conversation: Conversation, previous: EncodedPrompt | None = None, stored_ids: bytes | None = None
     ) -> EncodedPrompt:

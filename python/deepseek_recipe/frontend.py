@@ -502,12 +502,16 @@ class Frontend:
     ) -> EncodedRequest:
         """Parse, convert, render and encode ``body``: no I/O (images are only named). Raises as
         :meth:`prepare` does, but never ``ImageError``. ``stage``, if given, is told how long
-        each step took: ``parse``, ``convert``, ``render_encode`` (one call into the core)."""
+        each step took: ``parse``, ``convert``, ``render``, ``encode``."""
         converted, model, wiring = self._convert(protocol, body, stage)
-        start = time.perf_counter() if stage is not None else 0.0
-        ids = self.encoding(converted.model_version).encode_ids(converted.conversation)
-        if stage is not None:
-            stage("render_encode", start, time.perf_counter())
+        encoding = self.encoding(converted.model_version)
+        if stage is None:
+            ids = encoding.encode_ids(converted.conversation)
+        else:
+            start = time.perf_counter()
+            ids, (render_seconds, encode_seconds) = encoding.encode_ids_timed(converted.conversation)
+            stage("render", start, start + render_seconds)
+            stage("encode", start + render_seconds, start + render_seconds + encode_seconds)
         return EncodedRequest(protocol, model, converted, ids, wiring)
 
     def encode_continuing(

@@ -67,7 +67,7 @@ class Metrics:
         self.stage = Histogram(
             PREFIX + "request_stage_seconds",
             "Each stage of a request, named as its trace span: read_body, prepare (and its steps parse, "
-            "convert, render_encode, images), route, engine_ttft, stream.",
+            "convert, render, encode, images), route, engine_ttft, stream.",
             ["stage"],
             buckets=_LATENCY_BUCKETS,
             registry=r,

@@ -7,7 +7,7 @@ span, which vLLM and SGLang read, so their spans join the trace. When the reques
 stages become child spans, with the times they were measured at:
 
 - ``read_body``;
-- ``prepare``, with ``parse``, ``convert``, ``render_encode`` (one call into the core) and
+- ``prepare``, with ``parse``, ``convert``, ``render``, ``encode`` and
   ``images`` (V4.1 requests with images) under it;
 - ``route`` (a pool of replicas choosing one);
 - ``engine_ttft``: from asking the engine to its first output;
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from deepseek_recipe.gateway.exchange import Record
 
-PREPARE_STEPS = frozenset({"parse", "convert", "render_encode", "images"})
+PREPARE_STEPS = frozenset({"parse", "convert", "render", "encode", "images"})
 """Stages that are steps of ``prepare`` (their spans are its children)."""
 
 

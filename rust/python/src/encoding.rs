@@ -2,6 +2,7 @@
 //! an attached tokenizer.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use deepseek_model::{ModelVersion, SpecialTokens};
 use deepseek_render::{render, render_continuing, RenderedPrompt};
@@ -113,10 +114,23 @@ impl Encoder {
     }
 
     fn prompt_ids(&self, py: Python<'_>, conversation: &PyConversation) -> PyResult<PromptIds> {
+        self.prompt_ids_timed(py, conversation).map(|(ids, _)| ids)
+    }
+
+    /// The prompt's ids, and how long rendering and then encoding took (seconds).
+    fn prompt_ids_timed(
+        &self,
+        py: Python<'_>,
+        conversation: &PyConversation,
+    ) -> PyResult<(PromptIds, (f64, f64))> {
         let tokenizer = self.tokenizer.clone().ok_or_else(errors::no_tokenizer)?;
         py.detach(|| {
+            let started = Instant::now();
             let prompt = render(&conversation.inner, self.version, &self.special_tokens);
-            prompt_ids(&tokenizer, &prompt)
+            let rendered = started.elapsed();
+            let ids = prompt_ids(&tokenizer, &prompt)?;
+            let encoded = started.elapsed() - rendered;
+            Ok((ids, (rendered.as_secs_f64(), encoded.as_secs_f64())))
         })
         .map_err(errors::tokenize)
     }
@@ -269,6 +283,17 @@ macro_rules! encoding_class {
                 conversation: PyRef<'_, PyConversation>,
             ) -> PyResult<PyTokenIds> {
                 Ok(PyTokenIds::new(self.encoder.prompt_ids(py, &conversation)?))
+            }
+
+            /// Ours: `encode_ids`, with how long rendering and then encoding took, in seconds
+            /// (the gateway's stages).
+            fn encode_ids_timed(
+                &self,
+                py: Python<'_>,
+                conversation: PyRef<'_, PyConversation>,
+            ) -> PyResult<(PyTokenIds, (f64, f64))> {
+                let (ids, times) = self.encoder.prompt_ids_timed(py, &conversation)?;
+                Ok((PyTokenIds::new(ids), times))
             }
 
             /// Render and encode `conversation` as the next turn of the one `previous` holds:
