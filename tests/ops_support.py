@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import anyio
 import httpx
 
 from tests.fake_engines import FakeEngine, Receive, Scope, Send
+from tests.ports import free_port
 
 
 @dataclass
@@ -56,13 +56,6 @@ class OpsEngine(FakeEngine):
             await FakeEngine._stream(slow, request, send, gone)
         finally:
             self.slow_ended += 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @dataclass

@@ -8,12 +8,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.ports import free_port
 
 
 def _bin(name: str) -> str | None:
@@ -28,20 +29,13 @@ def available() -> bool:
     return _bin("initdb") is not None and _bin("pg_ctl") is not None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 class Postgres:
     """One server: ``start()``, ``url(database)``, ``create_database()``, ``stop()``."""
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="deepseek-recipe-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self._as_root = os.geteuid() == 0
         self._databases = 0
         if self._as_root:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.ops_support import free_port
+from tests.ports import free_port
 
 
 class RedisServer:

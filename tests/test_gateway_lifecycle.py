@@ -22,7 +22,8 @@ from deepseek_recipe.backends.pool import BackendPool
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from tests.gateway_support import check_stream, serving, settle
-from tests.ops_support import OpsEngine, free_port, serve_process
+from tests.ops_support import OpsEngine, serve_process
+from tests.ports import free_port
 
 MODEL = "DeepSeek-V4-Pro"
 

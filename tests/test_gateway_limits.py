@@ -45,21 +45,22 @@ def server(frontend: Frontend) -> Iterator[ServerThread]:
 
 
 def call(url: str, protocol: str, key: str, text: str = "Say hi.", max_tokens: int = 8) -> dict[str, Any]:
-    """One request through the protocol's SDK; its usage as ``{"input", "output"}``."""
+    """One request through the protocol's SDK; its usage as ``{"input", "output"}``. Each
+    client is closed with its connection."""
     if protocol == "messages":
-        claude = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
-        message = claude.messages.create(
-            model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}]
-        )
+        with anthropic.Anthropic(base_url=url, api_key=key, max_retries=0) as claude:
+            message = claude.messages.create(
+                model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}]
+            )
         return {"input": message.usage.input_tokens, "output": message.usage.output_tokens}
-    oai = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
-    if protocol == "chat":
-        completion = oai.chat.completions.create(
-            model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}]
-        )
-        assert completion.usage is not None
-        return {"input": completion.usage.prompt_tokens, "output": completion.usage.completion_tokens}
-    response = oai.responses.create(model=MODEL, input=text, max_output_tokens=max_tokens, store=False)
+    with openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0) as oai:
+        if protocol == "chat":
+            completion = oai.chat.completions.create(
+                model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}]
+            )
+            assert completion.usage is not None
+            return {"input": completion.usage.prompt_tokens, "output": completion.usage.completion_tokens}
+        response = oai.responses.create(model=MODEL, input=text, max_output_tokens=max_tokens, store=False)
     assert response.usage is not None
     return {"input": response.usage.input_tokens, "output": response.usage.output_tokens}
 

@@ -33,12 +33,12 @@ def _config(tmp_path: Path, url: str, keys: str) -> str:
 
 def _ask(url: str, key: str) -> int:
     """One chat request with ``key``: 200, or 429 as the SDK raises it."""
-    client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
-    try:
-        client.chat.completions.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
-    except openai.RateLimitError as error:
-        assert error.code == "rate_limit_exceeded"
-        return 429
+    with openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0) as client:  # its connection closed
+        try:
+            client.chat.completions.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
+        except openai.RateLimitError as error:
+            assert error.code == "rate_limit_exceeded"
+            return 429
     return 200
 
 
@@ -65,8 +65,11 @@ def test_two_gateways_share_one_budget(tmp_path: Path, server: RedisServer) -> N
         while _ask(b.url, "sk-single") != 200:  # the slot is free once the stream has ended
             assert time.monotonic() < deadline, "the slot was never released"
             time.sleep(0.1)
-    with redis.Redis.from_url(server.url) as client:
+    client = redis.Redis.from_url(server.url)
+    try:
         stored = [key if isinstance(key, str) else key.decode() for key in client.keys("*")]
+    finally:
+        client.connection_pool.disconnect()
     assert any(key.startswith("deepseek-recipe:limits:{shared}:") for key in stored)
     assert not any("sk-" in key for key in stored)  # keys are named, never stored
 

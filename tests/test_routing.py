@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.routing import LeastLoaded, PrefixRouter, PromptBlocks, RoundRobin, make_router
 from tests.fake_engines import FakeEngine
 from tests.gateway_support import ServerThread, serving, settle
+from tests.ports import free_port
 
 MODEL = "DeepSeek-V4-Pro"
 NAMES = [f"http://10.0.0.{k}:8000" for k in range(1, 9)]
@@ -233,17 +233,10 @@ def test_a_replica_that_dies_mid_stream_is_avoided_then_retried(frontend: Fronte
             assert len(fakes[home].requests) == received + 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 @contextmanager
 def gateway_process(urls: list[str]) -> Iterator[str]:
     """``deepseek-recipe serve`` in a process of its own, in front of ``urls``."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "deepseek_recipe", "serve", "--backend", "completions"]
     command += ["--backend-urls", ",".join(urls), "--port", str(port), "--log-requests", "false"]
     with tempfile.TemporaryFile() as log:

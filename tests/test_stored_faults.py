@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,15 +26,9 @@ from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.gateway.store.sql import SqliteStore
 from tests import postgres_support
 from tests.gateway_support import parse_sse, serving
+from tests.ports import free_port
 
 MODEL = "DeepSeek-V4-Pro"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @contextmanager
