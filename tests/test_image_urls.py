@@ -40,6 +40,8 @@ def outcome(cls: Any, request: dict[str, Any]) -> list[Any]:
     except (ValueError, dr.ConversionError) as error:
         return [type(error).__name__, str(error)]
     sources = [source_row(s) for m in converted.conversation.messages for s in (m.image_sources or [])]
+    # The conversation lists them in the same order without copying its messages.
+    assert [source_row(s) for s in converted.conversation.image_sources] == sources
     return ["ok", sources]
 
 

@@ -387,6 +387,9 @@ class Conversation:
     @property
     def messages(self) -> list[Message]: ...
     @property
+    def image_sources(self) -> list[ImageSource]:
+        """Ours: every message's image sources in order, without copying the messages."""
+    @property
     def thinking_mode(self) -> bool: ...
     @property
     def tools(self) -> list[ToolDefinition]: ...

@@ -162,7 +162,7 @@ class EncodedRequest:
     @property
     def image_sources(self) -> list[ImageSource]:
         """The request's images in placeholder order (only V4.1 requests have any)."""
-        return [s for m in self.request.conversation.messages for s in (m.image_sources or [])]
+        return self.request.conversation.image_sources
 
 
 @dataclass(frozen=True, eq=False)

@@ -60,6 +60,8 @@ logger = logging.getLogger("deepseek_recipe.gateway")
 #: Prompt ids are stored as links to the prompt they extend; a chain this long is cut (the
 #: prompt stored whole), so reading one back stays cheap.
 MAX_PROMPT_DEPTH = 32
+#: A response's output items up to this size are converted on the event loop when stored.
+INLINE_OUTPUT_BYTES = 64 * 1024
 #: Items the Conversations API takes in one request (the official limit).
 MAX_ITEMS_PER_REQUEST = 20
 
@@ -358,7 +360,12 @@ class StoredResponses:
         prompt_base = base.prompt_response if base is not None else None
         if prompt_base is None or depth > MAX_PROMPT_DEPTH or keep == 0:
             prompt_base, keep, depth = None, 0, 0
-        history = await anyio.to_thread.run_sync(turn.history.extend, output_json)
+        # Only the response's own items are converted (the state after the stored ones is
+        # kept): a usual response converts here rather than pay a thread hop.
+        if len(output_json) <= INLINE_OUTPUT_BYTES:
+            history = turn.history.extend(output_json)
+        else:
+            history = await anyio.to_thread.run_sync(turn.history.extend, output_json)
         conversation_items: list[tuple[str, bytes]] = []
         if turn.conversation_id is not None:
             for _index, item in enumerate(request_items(turn.body, response_id)):

@@ -10,7 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors;
-use crate::message::{message_to_py, PyMessage, PyToolDefinition};
+use crate::message::{image_to_py, message_to_py, PyMessage, PyToolDefinition};
 use crate::options::PyModelVersion;
 use crate::pyvalue;
 use crate::special::PySpecialTokens;
@@ -110,6 +110,17 @@ impl PyConversation {
             .messages
             .iter()
             .map(|m| message_to_py(py, m))
+            .collect()
+    }
+    /// Every message's image sources, in order (what `[s for m in messages for s in
+    /// m.image_sources]` gives, without copying the messages).
+    #[getter]
+    fn image_sources<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        self.inner
+            .messages
+            .iter()
+            .flat_map(|m| &m.image_sources)
+            .map(|s| image_to_py(py, s))
             .collect()
     }
     #[getter]

@@ -241,12 +241,45 @@ impl PyTokenIds {
     /// How many leading ids this and `other` share.
     fn common_prefix(&self, py: Python<'_>, other: PyRef<'_, PyTokenIds>) -> usize {
         let other: &PyTokenIds = &other;
-        py.detach(|| {
-            self.iter()
-                .zip(other.iter())
-                .take_while(|(a, b)| a == b)
-                .count()
-        })
+        py.detach(|| common_prefix(&self.ids.slices(), &other.ids.slices()))
+    }
+}
+
+/// How many leading ids two sequences of slices share, compared a run at a time (a turn's
+/// ids and the last turn's share most of their slices, often the same memory).
+fn common_prefix(a: &[&[u32]], b: &[&[u32]]) -> usize {
+    let (mut a, mut b) = (a.iter().copied(), b.iter().copied());
+    let (mut x, mut y): (&[u32], &[u32]) = (&[], &[]);
+    let mut shared = 0;
+    loop {
+        if x.is_empty() {
+            match a.next() {
+                Some(next) => x = next,
+                None => return shared,
+            }
+            continue;
+        }
+        if y.is_empty() {
+            match b.next() {
+                Some(next) => y = next,
+                None => return shared,
+            }
+            continue;
+        }
+        let run = x.len().min(y.len());
+        let (head_x, head_y) = (&x[..run], &y[..run]);
+        if std::ptr::eq(head_x, head_y) || head_x == head_y {
+            shared += run;
+            x = &x[run..];
+            y = &y[run..];
+        } else {
+            return shared
+                + head_x
+                    .iter()
+                    .zip(head_y)
+                    .take_while(|(p, q)| p == q)
+                    .count();
+        }
     }
 }
 
