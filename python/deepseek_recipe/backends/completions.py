@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx
 import orjson
 
 from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
@@ -35,13 +34,11 @@ class CompletionsBackend(HttpBackend):
         model: str | None = None,
         token_ids: bool = True,
         connect_timeout: float = 10.0,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         root = base_url.rstrip("/")
         super().__init__(
             root + ("/completions" if root.endswith("/v1") else "/v1/completions"),
             connect_timeout=connect_timeout,
-            transport=transport,
         )
         self.name = f"completions {root}"
         self.model = model

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx
 import orjson
 
 from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json, image_data_url
@@ -26,11 +25,9 @@ class SGLangBackend(HttpBackend):
 
     takes_images = True
 
-    def __init__(
-        self, base_url: str, *, connect_timeout: float = 10.0, transport: httpx.AsyncBaseTransport | None = None
-    ) -> None:
+    def __init__(self, base_url: str, *, connect_timeout: float = 10.0) -> None:
         root = base_url.rstrip("/")
-        super().__init__(root + "/generate", connect_timeout=connect_timeout, transport=transport)
+        super().__init__(root + "/generate", connect_timeout=connect_timeout)
         self.name = f"sglang {root}"
 
     def body(self, request: GenerationRequest) -> bytes:
