@@ -4,18 +4,14 @@ and on ids made from lists: always the count of leading ids both share."""
 from __future__ import annotations
 
 import json
+import os
 
 from deepseek_recipe._native import ResponsesHistory, ResponsesRequest, TokenIds
 from deepseek_recipe.frontend import Frontend
 
 
 def shared(a: list[int], b: list[int]) -> int:
-    count = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        count += 1
-    return count
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 (ids, element by element)
 
 
 def test_common_prefix_of_turns_that_extend_each_other() -> None:
