@@ -155,14 +155,22 @@ class VllmServer:
         self._log_file.flush()
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
-    def running_requests(self) -> float:
-        """vLLM's own gauge of requests running in the engine (``vllm:num_requests_running``)."""
+    def generated_tokens(self) -> float:
+        """vLLM's count of output tokens so far (``vllm:generation_tokens_total``). Its gauge of
+        running requests is no witness: in vLLM 0.32 on CPU it was seen to stay at 0 while three
+        requests ran."""
         text = httpx.get(f"{self.url}/metrics", timeout=10).text
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith("vllm:num_requests_running"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("vllm:generation_tokens_total")
+        )
+
+    def idle(self, quiet: float = 2.0) -> bool:
+        """No token was generated for ``quiet`` seconds (the tiny model writes hundreds a second)."""
+        before = self.generated_tokens()
+        time.sleep(quiet)
+        return self.generated_tokens() == before
 
     def finished(self, reason: str) -> float:
         """vLLM's count of requests that ended for ``reason`` (``stop``, ``length``, ``abort``…)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -221,48 +220,66 @@ def test_structured_output_is_enforced_by_vllm(gateway: ServerThread, protocol: 
     assert set(value) == {"answer", "sure"} and value["answer"] in ("yes", "no") and isinstance(value["sure"], bool)
 
 
+def script_endless(scripts: Scripts, frontend: dr.Frontend, protocol: Protocol, body: dict[str, Any]) -> None:
+    """The engine answers ``body``'s prompt with one token over and over, never the end of
+    sentence: the request runs until its ``max_tokens`` (minutes here) unless it is aborted."""
+    scripts.script(frontend.prepare(protocol, body).prompt_ids.tolist(), frontend.tokenizer.encode(" on"))
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_client_that_leaves_ends_the_engine_request(
-    gateway: ServerThread, plugin_vllm: VllmServer, protocol: Protocol
+    gateway: ServerThread, plugin_vllm: VllmServer, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol
 ) -> None:
-    """Unscripted, the model writes until max_tokens (over a minute here); the client reads its
-    first output and goes away: the request leaves vLLM's running gauge without finishing (vLLM
-    counts finished requests by reason; an aborted one is in none)."""
-    assert settle(lambda: plugin_vllm.running_requests() == 0, timeout=120)
+    """The model writes until max_tokens (minutes here); the client reads its first output and
+    goes away: vLLM stops generating at once, and the request finishes for no reason (vLLM counts
+    finished requests by reason; an aborted one is in none)."""
+    assert settle(plugin_vllm.idle, timeout=120)
     reasons = ("stop", "length", "error", "repetition")
     finished = [plugin_vllm.finished(reason) for reason in reasons]
     limit = 12_000
     limits = {"messages": {"max_tokens": limit}, "responses": {"max_output_tokens": limit}}
     body = {**body_for(protocol, f"Go on forever {protocol}."), **limits.get(protocol, {"max_tokens": limit})}
+    script_endless(scripts, frontend, protocol, body)
     with httpx.stream("POST", gateway.url + PATHS[protocol], json={**body, "stream": True}, timeout=300) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
             if '"delta"' in line:  # the first output has arrived
                 break
-    assert settle(lambda: plugin_vllm.running_requests() == 0, timeout=60)
+    left = plugin_vllm.generated_tokens()
+    assert settle(plugin_vllm.idle, timeout=30)
+    assert plugin_vllm.generated_tokens() - left < limit / 4
     assert [plugin_vllm.finished(reason) for reason in reasons] == finished
 
 
 def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
-    tiny_model: Path, scripts: Scripts, workdir: Path
+    tiny_model: Path, scripts: Scripts, workdir: Path, frontend: dr.Frontend
 ) -> None:
     server = VllmServer(tiny_model, scripts, workdir / "doomed.log").wait_ready()
     try:
         with serving(gateway_for(server.url)) as gw:
             outcomes: dict[str, bytes] = {}
+            streaming = {protocol: threading.Event() for protocol in PROTOCOLS}
 
-            def stream(protocol: Protocol) -> None:
+            def stream(protocol: Protocol, body: dict[str, Any]) -> None:
+                raw = bytearray()
+                with httpx.stream("POST", gw.url + PATHS[protocol], json=body, timeout=300) as response:
+                    for chunk in response.iter_raw():
+                        raw += chunk
+                        if b'"delta"' in raw:
+                            streaming[protocol].set()
+                outcomes[protocol] = bytes(raw)
+
+            threads = []
+            for protocol in PROTOCOLS:
                 limit = {"messages": {"max_tokens": 8000}, "responses": {"max_output_tokens": 8000}}.get(
                     protocol, {"max_tokens": 8000}
                 )
-                body = {**body_for(protocol, f"Long {protocol}."), **limit, "stream": True}
-                outcomes[protocol] = httpx.post(gw.url + PATHS[protocol], json=body, timeout=300).content
-
-            threads = [threading.Thread(target=stream, args=(p,)) for p in PROTOCOLS]
+                body = {**body_for(protocol, f"Long {protocol}."), **limit}
+                script_endless(scripts, frontend, protocol, body)
+                threads.append(threading.Thread(target=stream, args=(protocol, {**body, "stream": True})))
             for thread in threads:
                 thread.start()
-            assert settle(lambda: server.running_requests() == 3, timeout=120)
-            time.sleep(1)
+            assert all(streaming[protocol].wait(300) for protocol in PROTOCOLS)
             server.kill()
             for thread in threads:
                 thread.join(120)
