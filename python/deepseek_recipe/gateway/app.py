@@ -234,8 +234,11 @@ class Gateway:
             await self.limits.aclose()
 
     async def _started(self) -> None:
-        """Open the store (its schema created or migrated) as the server starts; a store that
-        cannot be opened now is opened at its first use (until then, 503s)."""
+        """Build the output decoder's table of token bytes (once per process, tens of
+        milliseconds, else paid by the first request's first token) and open the store (its
+        schema created or migrated) as the server starts; a store that cannot be opened now is
+        opened at its first use (until then, 503s)."""
+        await anyio.to_thread.run_sync(self.frontend.tokenizer.token_bytes, 0)
         try:
             await self.stored.open()
         except Exception as error:
