@@ -155,6 +155,18 @@ class VllmServer:
         self._log_file.flush()
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
+    def log_size(self) -> int:
+        self._log_file.flush()
+        return self.log.stat().st_size
+
+    def log_since(self, offset: int) -> str:
+        """The server's log from ``offset`` (a :meth:`log_size`) on, without its metrics scrapes."""
+        self._log_file.flush()
+        with self.log.open("rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+        return "\n".join(line for line in text.splitlines() if "GET /metrics" not in line)
+
     def generated_tokens(self) -> float:
         """vLLM's count of output tokens so far (``vllm:generation_tokens_total``). Its gauge of
         running requests is no witness: in vLLM 0.32 on CPU it was seen to stay at 0 while three
@@ -171,16 +183,6 @@ class VllmServer:
         before = self.generated_tokens()
         time.sleep(quiet)
         return self.generated_tokens() == before
-
-    def finished(self, reason: str) -> float:
-        """vLLM's count of requests that ended for ``reason`` (``stop``, ``length``, ``abort``…)."""
-        text = httpx.get(f"{self.url}/metrics", timeout=10).text
-        mark = f'finished_reason="{reason}"'
-        return sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            if line.startswith("vllm:request_success_total") and mark in line
-        )
 
     def kill(self) -> None:
         """SIGKILL the server and every process it started (the engine core among them)."""

@@ -230,12 +230,14 @@ def script_endless(scripts: Scripts, frontend: dr.Frontend, protocol: Protocol, 
 def test_a_client_that_leaves_ends_the_engine_request(
     gateway: ServerThread, plugin_vllm: VllmServer, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol
 ) -> None:
-    """The model writes until max_tokens (minutes here); the client reads its first output and
-    goes away: vLLM stops generating at once, and the request finishes for no reason (vLLM counts
-    finished requests by reason; an aborted one is in none)."""
+    """The model writes one token over and over, never the end of sentence, until max_tokens
+    (minutes here); the client reads its first output and goes away: vLLM stops generating at
+    once. The scripted request can end only by its length or by an abort, so vLLM falling idle
+    far short of max_tokens shows that the gateway aborted it. (vLLM's finished-request counts
+    are no witness: an aborted request is in none of them, but CI once saw "length" grow by
+    one in this window while fewer than 3,000 tokens were generated in all.)"""
     assert settle(plugin_vllm.idle, timeout=120)
-    reasons = ("stop", "length", "error", "repetition")
-    finished = [plugin_vllm.finished(reason) for reason in reasons]
+    start, log_start = plugin_vllm.generated_tokens(), plugin_vllm.log_size()
     limit = 12_000
     limits = {"messages": {"max_tokens": limit}, "responses": {"max_output_tokens": limit}}
     body = {**body_for(protocol, f"Go on forever {protocol}."), **limits.get(protocol, {"max_tokens": limit})}
@@ -246,9 +248,10 @@ def test_a_client_that_leaves_ends_the_engine_request(
             if '"delta"' in line:  # the first output has arrived
                 break
     left = plugin_vllm.generated_tokens()
-    assert settle(plugin_vllm.idle, timeout=30)
-    assert plugin_vllm.generated_tokens() - left < limit / 4
-    assert [plugin_vllm.finished(reason) for reason in reasons] == finished
+    idle = settle(plugin_vllm.idle, timeout=30)
+    end = plugin_vllm.generated_tokens()
+    seen = f"tokens generated: {start} at the start, {left} when the client left, {end} at the end"
+    assert idle and end - start < limit / 4, f"{seen}\n{plugin_vllm.log_since(log_start)}"
 
 
 def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
