@@ -108,20 +108,17 @@ fn position_after(text: &[u8], index: usize) -> (usize, usize) {
 /// Whether JSON text nests arrays and objects more than `limit` deep (a gateway's limit
 /// below the parser's own 128). One pass over the bytes, stopping at the first container too
 /// deep; brackets inside strings do not count. Malformed text is left to the parser.
+///
+/// A request body is mostly string contents (messages, tool outputs), so a string is crossed
+/// by jumping from one quote or backslash to the next (`memchr2`) rather than byte by byte:
+/// about four times faster on an agent conversation (1.2 MB: 1.5 ms byte by byte, 0.3 ms).
 pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &byte in text {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&byte) = text.get(at) {
+        at += 1;
         match byte {
-            b'"' => in_string = true,
+            b'"' => at = string_end(text, at),
             b'[' | b'{' => {
                 depth += 1;
                 if depth > limit {
@@ -133,6 +130,22 @@ pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
         }
     }
     false
+}
+
+/// Where the string whose contents start at `at` ends: just past its closing quote (a
+/// backslash escapes the byte after it), or the end of `text` for a string never closed.
+fn string_end(text: &[u8], mut at: usize) -> usize {
+    while let Some(found) = text
+        .get(at..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+    {
+        let index = at + found;
+        if text.get(index) == Some(&b'"') {
+            return index + 1;
+        }
+        at = index + 2; // the backslash and the byte it escapes
+    }
+    text.len()
 }
 
 #[cfg(test)]
@@ -161,6 +174,65 @@ mod tests {
                 Err(ProtocolError::InvalidJson(want.to_owned())),
                 "{text:?}"
             );
+        }
+    }
+
+    /// The byte-by-byte scan [`nesting_exceeds`] must agree with.
+    fn nesting_exceeds_bytewise(text: &[u8], limit: usize) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for &byte in text {
+            if in_string {
+                match byte {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn nesting_depth_agrees_with_a_byte_by_byte_scan() {
+        // Texts drawn from the bytes that matter (quotes, backslashes, brackets) and a filler,
+        // ending anywhere: inside a string, right after a backslash, mid-container.
+        const ALPHABET: &[u8] = b"\"\\[]{}a ,:";
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = usize::try_from(next() % 40).unwrap_or(0);
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    let pick = usize::try_from(next()).unwrap_or(0) % ALPHABET.len();
+                    ALPHABET.get(pick).copied().unwrap_or(b'a')
+                })
+                .collect();
+            for limit in 0..4 {
+                assert_eq!(
+                    nesting_exceeds(&text, limit),
+                    nesting_exceeds_bytewise(&text, limit),
+                    "{:?} within {limit}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
         }
     }
 
