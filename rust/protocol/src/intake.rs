@@ -177,32 +177,27 @@ mod tests {
         }
     }
 
-    /// The byte-by-byte scan [`nesting_exceeds`] must agree with.
+    /// The byte-by-byte scan [`nesting_exceeds`] must agree with: the deepest nesting
+    /// reached outside strings, compared with the limit at the end.
     fn nesting_exceeds_bytewise(text: &[u8], limit: usize) -> bool {
-        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        let (mut depth, mut deepest) = (0usize, 0usize);
+        let (mut in_string, mut escaped) = (false, false);
         for &byte in text {
-            if in_string {
-                match byte {
-                    _ if escaped => escaped = false,
-                    b'\\' => escaped = true,
-                    b'"' => in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth > limit {
-                        return true;
-                    }
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
+            if escaped {
+                escaped = false;
+            } else if in_string {
+                escaped = byte == b'\\';
+                in_string = byte != b'"';
+            } else if byte == b'"' {
+                in_string = true;
+            } else if byte == b'[' || byte == b'{' {
+                depth += 1;
+                deepest = deepest.max(depth);
+            } else if byte == b']' || byte == b'}' {
+                depth = depth.saturating_sub(1);
             }
         }
-        false
+        deepest > limit
     }
 
     #[test]
