@@ -179,7 +179,7 @@ class VllmServer:
         )
 
     def idle(self, quiet: float = 2.0) -> bool:
-        """No token was generated for ``quiet`` seconds (the tiny model writes hundreds a second)."""
+        """No token was generated for ``quiet`` seconds (a running request writes tens a second here)."""
         before = self.generated_tokens()
         time.sleep(quiet)
         return self.generated_tokens() == before

@@ -83,13 +83,18 @@ fn ascii_for_invalid_bytes(text: &[u8]) -> Vec<u8> {
 
 /// The index of the quote closing the string that contains byte `from`.
 fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
+    // From one quote or backslash to the next (`memchr2`): a request body is mostly string
+    // contents, which this crosses several times faster than byte by byte.
     let mut i = from;
-    while let Some(&b) = text.get(i) {
-        match b {
-            b'"' => return Some(i),
-            b'\\' => i += 2,
-            _ => i += 1,
+    while let Some(found) = text
+        .get(i..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+    {
+        let index = i + found;
+        if text.get(index) == Some(&b'"') {
+            return Some(index);
         }
+        i = index + 2; // the backslash and the byte it escapes
     }
     None
 }
@@ -109,16 +114,15 @@ fn position_after(text: &[u8], index: usize) -> (usize, usize) {
 /// below the parser's own 128). One pass over the bytes, stopping at the first container too
 /// deep; brackets inside strings do not count. Malformed text is left to the parser.
 ///
-/// A request body is mostly string contents (messages, tool outputs), so a string is crossed
-/// by jumping from one quote or backslash to the next (`memchr2`) rather than byte by byte:
-/// about four times faster on an agent conversation (1.2 MB: 1.5 ms byte by byte, 0.3 ms).
+/// Strings are crossed by [`closing_quote`]: about four times faster than byte by byte on an
+/// agent conversation (1.2 MB: 0.3 ms instead of 1.5 ms).
 pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(&byte) = text.get(at) {
         at += 1;
         match byte {
-            b'"' => at = string_end(text, at),
+            b'"' => at = closing_quote(text, at).map_or(text.len(), |quote| quote + 1),
             b'[' | b'{' => {
                 depth += 1;
                 if depth > limit {
@@ -130,22 +134,6 @@ pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
         }
     }
     false
-}
-
-/// Where the string whose contents start at `at` ends: just past its closing quote (a
-/// backslash escapes the byte after it), or the end of `text` for a string never closed.
-fn string_end(text: &[u8], mut at: usize) -> usize {
-    while let Some(found) = text
-        .get(at..)
-        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-    {
-        let index = at + found;
-        if text.get(index) == Some(&b'"') {
-            return index + 1;
-        }
-        at = index + 2; // the backslash and the byte it escapes
-    }
-    text.len()
 }
 
 #[cfg(test)]
