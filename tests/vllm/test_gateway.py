@@ -231,11 +231,16 @@ def test_a_client_that_leaves_ends_the_engine_request(
     gateway: ServerThread, plugin_vllm: VllmServer, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol
 ) -> None:
     """The model writes one token over and over, never the end of sentence, until max_tokens
-    (minutes here); the client reads its first output and goes away: vLLM stops generating at
-    once. The scripted request can end only by its length or by an abort, so vLLM falling idle
-    far short of max_tokens shows that the gateway aborted it. (vLLM's finished-request counts
-    are no witness: an aborted request is in none of them, but CI once saw "length" grow by
-    one in this window while fewer than 3,000 tokens were generated in all.)"""
+    (minutes here). The gateway answers a streamed request's headers once vLLM has accepted it,
+    so vLLM is generating when the client, having read them, goes away. The scripted request
+    can end only by its length or by an abort: vLLM falling idle short of max_tokens shows
+    that the gateway aborted it.
+
+    The client leaves at the headers, not at the first output: on this 2-core machine, with
+    the other core busy, the first output was seen to reach the client up to 69 s late (vLLM
+    pins its worker to one core; the gateway, vLLM's API server and the client share the
+    other), by when the request could have run to its end. vLLM's finished-request counts
+    are no witness either: an aborted request is in none of them."""
     assert settle(plugin_vllm.idle, timeout=120)
     start, log_start = plugin_vllm.generated_tokens(), plugin_vllm.log_size()
     limit = 12_000
@@ -244,14 +249,11 @@ def test_a_client_that_leaves_ends_the_engine_request(
     script_endless(scripts, frontend, protocol, body)
     with httpx.stream("POST", gateway.url + PATHS[protocol], json={**body, "stream": True}, timeout=300) as response:
         assert response.status_code == 200
-        for line in response.iter_lines():
-            if '"delta"' in line:  # the first output has arrived
-                break
     left = plugin_vllm.generated_tokens()
-    idle = settle(plugin_vllm.idle, timeout=30)
+    idle = settle(plugin_vllm.idle, timeout=60)
     end = plugin_vllm.generated_tokens()
     seen = f"tokens generated: {start} at the start, {left} when the client left, {end} at the end"
-    assert idle and end - start < limit / 4, f"{seen}\n{plugin_vllm.log_since(log_start)}"
+    assert idle and end - start < limit, f"{seen}\n{plugin_vllm.log_since(log_start)}"
 
 
 def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
