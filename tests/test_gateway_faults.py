@@ -4,8 +4,10 @@ request or engine connection is left behind."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import httpx
 import pytest
 
 import deepseek_recipe as dr
+from deepseek_recipe.backends import Backend, BackendChunk, GenerationRequest
 from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
@@ -311,3 +314,65 @@ def test_whole_response_from_demo_after_faults(demo_server: tuple[Gateway, Serve
         response = httpx.post(server.url + PATHS[protocol], json=body_for(protocol), headers=AUTH)
         check_response(protocol, response.content)
     assert settle(lambda: gateway.in_flight == 0)
+
+
+class _EndsAsTheClientLeaves(Backend):
+    """An engine that sends one token, then ends its stream at the moment its client leaves
+    (as an engine does whose request the gateway is just aborting)."""
+
+    name = "ends-as-the-client-leaves"
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+        self.client_left = asyncio.Event()
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        yield BackendChunk(token_ids=[self.token])
+        await self.client_left.wait()
+
+
+def test_a_client_that_leaves_as_the_engine_ends_is_not_an_engine_failure(
+    frontend: Frontend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The engine's stream ending in the same step as the client's disconnect arrives is the
+    client leaving, not the engine failing: no engine error is logged or counted."""
+    import json
+
+    backend = _EndsAsTheClientLeaves(frontend.tokenizer.encode(" on")[0])
+    gateway = Gateway(settings=GatewaySettings(log_requests=True), frontend=frontend, backend=backend)
+    body = json.dumps({**body_for("chat"), "stream": True}).encode()
+    output = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if body_sent.is_set():
+            await output.wait()  # the client has seen the first output, and leaves
+            backend.client_left.set()  # the engine's stream ends ...
+            await asyncio.sleep(0)  # ... and its end is taken in the step the disconnect arrives
+            return {"type": "http.disconnect"}
+        body_sent.set()
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            output.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": PATHS["chat"],
+        "raw_path": PATHS["chat"].encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    body_sent = asyncio.Event()
+    with caplog.at_level("INFO", logger="deepseek_recipe.gateway"):
+        asyncio.run(gateway(scope, receive, send))
+    (line,) = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
+    assert line["status"] == 499 and line["client_disconnected"] and line["error"] is None, line
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    counted = [sample.value for metric in gateway.metrics.backend_errors.collect() for sample in metric.samples]
+    assert not any(counted), counted

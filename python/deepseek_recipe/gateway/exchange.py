@@ -298,6 +298,7 @@ class Exchange:
     ) -> BackendChunk | None:
         """The next chunk (``None`` at the end of the engine's stream), within ``timeout``."""
         if self._held is not None:
+            await self._unless_cancelling()
             raise self._backend_failed(self._held)
         deadline = min(time.perf_counter() + timeout, self.deadline)
         while True:
@@ -306,14 +307,23 @@ class Exchange:
                 wait = min(wait, self.settings.keepalive_interval)
             item = await inbox.get(wait)
             if item is Signal.ENDED:
+                await self._unless_cancelling()
                 return None
             if item is not Signal.TIMED_OUT:
                 if isinstance(item, BackendError):
+                    await self._unless_cancelling()
                     raise self._backend_failed(item)
                 return item
             if time.perf_counter() >= deadline:
                 raise self._backend_failed(BackendError("timeout", f"the engine did not {doing} in time"))
             await self._write(KEEPALIVE)
+
+    async def _unless_cancelling(self) -> None:
+        """An engine stream that ended or failed in the step this request's cancellation began
+        (its client left, or :meth:`abort`) ended because of it: wait for the cancellation,
+        which has not reached this task yet, rather than report the engine."""
+        if self._scope is not None and self._scope.cancel_called:
+            await anyio.sleep_forever()
 
     def _backend_failed(self, error: BackendError) -> GatewayError:
         """The client's error for an engine failure: the replica's index, never its address
