@@ -13,6 +13,9 @@ step's tool results and ``previous_response_id``. Per turn:
   prompt ids sent to it directly;
 - **prepare + commit**: what the gateway itself logs for the turn (reading the request and any
   state it lacks, converting, rendering and encoding, then storing the turn);
+- **relay added**: the same for the gateway bench's relay (``bench/gateway_bench.py``): the
+  gateway's server and engine connection taking the turn's body in and sending its prompt ids
+  out with no work between; the floor under **added** for a token-in HTTP engine;
 - **encode alone**: encoding the prompt's new text by itself (what the turn adds);
 - the same conversation sent whole through Chat (``added``), for comparison.
 
@@ -151,7 +154,12 @@ def run(args: argparse.Namespace) -> int:
         script_path.write_text(json.dumps({"assistant": assistant, "scripts": scripts}))
         engine_port = G.free_port()
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(engine_port), "--script", str(script_path)]
-        with G.process(engine_cmd, engine_port):
+        relay_port = G.free_port()
+        G.RELAY_BODIES.append(str(Path(tmp) / "relay"))
+        Path(G.RELAY_BODIES[0]).mkdir()
+        relay_cmd = [sys.executable, G.__file__, "--serve-relay", str(relay_port), str(engine_port)]
+        relay_cmd += ["--script", G.RELAY_BODIES[0]]
+        with G.process(engine_cmd, engine_port), G.process(relay_cmd, relay_port):
             for store_kind in args.stores.split(","):
                 postgres = None
                 if store_kind == "postgresql":
@@ -164,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                 try:
                     log = Path(tmp) / f"gateway-{store_kind}.log"
                     rows[store_kind] = run_store(
-                        store_url, engine_port, log, conv, first, rounds, frontend, backend, workloads
+                        store_url, (engine_port, relay_port), log, conv, first, rounds, frontend, backend, workloads
                     )
                     storage[store_kind] = measure_store(store_url, rows[store_kind][-1]["response_id"])
                 finally:
@@ -178,17 +186,19 @@ def run(args: argparse.Namespace) -> int:
     )
     report.add()
     report.add(
-        "| store | prompt tokens | new chars | added ms | prepare ms | commit ms | encode alone ms "
-        "| added ÷ alone | (prepare+commit) ÷ alone | Chat whole added ms |"
+        "| store | prompt tokens | new chars | added ms | relay added ms | prepare ms | commit ms "
+        "| encode alone ms | added ÷ alone | (prepare+commit) ÷ alone | Chat whole added ms |"
     )
-    report.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    report.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdicts = []
+    floors: dict[str, float] = {}
     for kind, kind_rows in rows.items():
         for row in kind_rows:
             own = row["prepare_ms"] + row["commit_ms"]
             report.add(
                 f"| {kind} | {row['prompt_tokens']:,} | {row['new_chars']:,} | {row['added_ms']:.2f} "
-                f"| {row['prepare_ms']:.2f} | {row['commit_ms']:.2f} | {row['alone_ms']:.2f} "
+                f"| {row['relay_added_ms']:.2f} | {row['prepare_ms']:.2f} | {row['commit_ms']:.2f} "
+                f"| {row['alone_ms']:.2f} "
                 f"| {row['added_ms'] / row['alone_ms']:.1f}x | {own / row['alone_ms']:.1f}x "
                 f"| {row['chat_added_ms']:.2f} |"
             )
@@ -196,13 +206,16 @@ def run(args: argparse.Namespace) -> int:
         own = statistics.median(r["prepare_ms"] + r["commit_ms"] for r in kind_rows)
         alone = statistics.median(r["alone_ms"] for r in kind_rows)
         chat = statistics.median(r["chat_added_ms"] for r in kind_rows)
+        floors[kind] = statistics.median(r["relay_added_ms"] for r in kind_rows)
         verdicts.append((kind, added, own, alone, chat))
     report.add()
     for kind, added, own, alone, chat in verdicts:
         report.add(
             f"{kind}: medians: added {added:.2f} ms ({added / alone:.1f}x encoding the new text alone, "
             f"{alone:.2f} ms); the gateway's own prepare + commit {own:.2f} ms ({own / alone:.1f}x); "
-            f"the same turn sent whole through Chat adds {chat:.2f} ms."
+            f"the same turn sent whole through Chat adds {chat:.2f} ms. The relay (the same server and "
+            f"engine connection passing the turn's body in and its ids out, no work) adds {floors[kind]:.2f} ms: "
+            f"{floors[kind] / alone:.1f}x encoding the new text alone, before any work."
         )
     met = all(added <= 3 * alone for _, added, _, alone, _ in verdicts)
     report.record["targets"]["stored_turn"] = {
@@ -227,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_store(
     store_url: str,
-    engine_port: int,
+    ports: tuple[int, int],
     log: Path,
     conv: Any,
     first: int,
@@ -239,6 +252,7 @@ def run_store(
     import gateway_bench as G
     from deepseek_recipe.backends import GenerationRequest
 
+    engine_port, relay_port = ports
     port = G.free_port()
     command = [
         sys.executable, "-m", "deepseek_recipe", "serve", "--backend", "completions",
@@ -279,6 +293,11 @@ def run_store(
                 prepared = frontend.prepare("responses", json.dumps(whole, ensure_ascii=False))
                 direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
                 direct = G.asyncio.run(G.latencies(engine_port, "/v1/completions", [direct_body]))[0].total
+                # The floor: the turn's body in and its ids out, through the gateway's server and
+                # engine connection with no work between (bench/gateway_bench.py's relay).
+                turn_bytes = json.dumps(turn, ensure_ascii=False).encode()
+                name = G.relay_body(f"turn-{k}", direct_body)
+                relayed = G.asyncio.run(G.latencies(relay_port, "/v1/responses", [turn_bytes], name))[0].total
                 chat_body = json.dumps(
                     workloads.to_chat(workloads.truncated(conv, first + k)), ensure_ascii=False
                 ).encode()
@@ -298,6 +317,7 @@ def run_store(
                         "prompt_tokens": length,
                         "new_chars": len(text) - common,
                         "added_ms": (via - direct) * 1e3,
+                        "relay_added_ms": (relayed - direct) * 1e3,
                         "alone_ms": alone * 1e3,
                         "chat_added_ms": (chat - direct) * 1e3,
                     }
