@@ -233,21 +233,31 @@ class Connection:
         self.writer.close()
 
 
-async def latencies(port: int, path: str, bodies: list[bytes], relay: str | None = None) -> list[Timing]:
-    """Each body's timing, in turn on one connection; ``relay``: the relay's name for the
-    engine request to send (loaded first, untimed)."""
+async def latencies(
+    port: int, path: str, bodies: list[bytes], relay: str | None = None, gap: float = 0.0
+) -> list[Timing]:
+    """Each body's timing, in turn on one connection, ``gap`` seconds apart; ``relay``: the
+    relay's name for the engine request to send (loaded first, untimed)."""
     connection = await Connection.open(port)
     extra = "" if relay is None else f"x-bench-body: {relay}\r\n"
+    timings = []
     try:
         if relay is not None:
             assert (await connection.post("/load", b"", extra)).status == 204
-        return [await connection.post(path, body, extra) for body in bodies]
+        for body in bodies:
+            if gap and timings:
+                await asyncio.sleep(gap)
+            timings.append(await connection.post(path, body, extra))
+        return timings
     finally:
         connection.close()
 
 
-#: How many times a repeatable path (direct, relay) is timed for one turn.
+#: How many times a repeatable path (direct, relay) is timed for one turn, and how far apart:
+#: back to back, a request would wait for the engine to free the last one's 300k ids (several
+#: ms, after its answer went out), which a single request never does.
 REPEATS = 5
+REPEAT_GAP = 0.1
 
 
 def median_total(timings: list[Timing]) -> float:
@@ -454,9 +464,12 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         via = asyncio.run(latencies(ports["gateway"], "/v1/chat/completions", [raw]))[0]
         # The gateway's turn happens once (a repeat would find it cached); the paths it is set
         # against are taken as the median of a few, which keeps their noise out of the difference.
-        direct = median_total(asyncio.run(latencies(ports["engine"], "/v1/completions", [direct_body] * REPEATS)))
+        repeated = [direct_body] * REPEATS
+        direct = median_total(asyncio.run(latencies(ports["engine"], "/v1/completions", repeated, gap=REPEAT_GAP)))
         name = relay_body(f"agent-{k}", direct_body)
-        relayed = median_total(asyncio.run(latencies(ports["relay"], "/v1/chat/completions", [raw] * REPEATS, name)))
+        relayed = median_total(
+            asyncio.run(latencies(ports["relay"], "/v1/chat/completions", [raw] * REPEATS, name, REPEAT_GAP))
+        )
         litellm_added = None
         if "litellm" in ports:
             # LiteLLM forwards the Chat body to the engine's Chat route: its added time is over

@@ -293,13 +293,17 @@ def run_store(
                 prepared = frontend.prepare("responses", json.dumps(whole, ensure_ascii=False))
                 direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
                 # Direct and relay are repeatable: the median of a few keeps their noise out.
-                direct_runs = G.asyncio.run(G.latencies(engine_port, "/v1/completions", [direct_body] * G.REPEATS))
+                direct_runs = G.asyncio.run(
+                    G.latencies(engine_port, "/v1/completions", [direct_body] * G.REPEATS, gap=G.REPEAT_GAP)
+                )
                 direct = G.median_total(direct_runs)
                 # The floor: the turn's body in and its ids out, through the gateway's server and
                 # engine connection with no work between (bench/gateway_bench.py's relay).
                 turn_bytes = json.dumps(turn, ensure_ascii=False).encode()
                 name = G.relay_body(f"turn-{k}", direct_body)
-                relay_runs = G.asyncio.run(G.latencies(relay_port, "/v1/responses", [turn_bytes] * G.REPEATS, name))
+                relay_runs = G.asyncio.run(
+                    G.latencies(relay_port, "/v1/responses", [turn_bytes] * G.REPEATS, name, G.REPEAT_GAP)
+                )
                 relayed = G.median_total(relay_runs)
                 chat_body = json.dumps(
                     workloads.to_chat(workloads.truncated(conv, first + k)), ensure_ascii=False
