@@ -146,15 +146,7 @@ def serve_relay(port: int, engine_port: int, bodies: str) -> None:
     loaded: dict[bytes, bytes] = {}
     json_head = [(b"content-type", b"application/json")]
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # HTTP only (lifespan off)
         chunks = []
         while True:
             message = await receive()
@@ -180,7 +172,7 @@ def serve_relay(port: int, engine_port: int, bodies: str) -> None:
             response.close()
 
     options = uvicorn_options(GatewaySettings(port=port))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", **options)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", lifespan="off", **options)
 
 
 # -- a minimal HTTP/1.1 client -----------------------------------------------------------------
