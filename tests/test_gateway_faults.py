@@ -356,7 +356,19 @@ def test_a_client_that_leaves_as_the_engine_ends_is_not_an_engine_failure(
         if message["type"] == "http.response.body" and message.get("body"):
             output.set()
 
-    scope = {
+    body_sent = asyncio.Event()
+    with caplog.at_level("INFO", logger="deepseek_recipe.gateway"):
+        asyncio.run(gateway(_chat_scope(body), receive, send))
+    (line,) = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
+    assert line["status"] == 499 and line["client_disconnected"] and line["error"] is None, line
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    counted = [sample.value for metric in gateway.metrics.backend_errors.collect() for sample in metric.samples]
+    assert not any(counted), counted
+
+
+def _chat_scope(body: bytes) -> dict[str, Any]:
+    """An ASGI scope for a Chat request with ``body``."""
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -368,11 +380,56 @@ def test_a_client_that_leaves_as_the_engine_ends_is_not_an_engine_failure(
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 2),
     }
-    body_sent = asyncio.Event()
-    with caplog.at_level("INFO", logger="deepseek_recipe.gateway"):
-        asyncio.run(gateway(scope, receive, send))
-    (line,) = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
-    assert line["status"] == 499 and line["client_disconnected"] and line["error"] is None, line
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
-    counted = [sample.value for metric in gateway.metrics.backend_errors.collect() for sample in metric.samples]
-    assert not any(counted), counted
+
+
+class _Endless(Backend):
+    """An engine that writes one token every few milliseconds until its stream is closed."""
+
+    name = "endless"
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+        self.closed = False
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        try:
+            while True:
+                yield BackendChunk(token_ids=[self.token])
+                await asyncio.sleep(0.005)
+        finally:
+            self.closed = True
+
+
+def test_a_request_cancelled_from_outside_stays_cancelled_and_closes_its_engine_stream(frontend: Frontend) -> None:
+    """A cancellation that is not the request's own (the server's, say) goes through the
+    exchange, which takes back only the cancellations it makes itself, and the engine's stream is
+    closed before the request ends."""
+    import json
+
+    backend = _Endless(frontend.tokenizer.encode(" on")[0])
+    gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=backend)
+    body = json.dumps({**body_for("chat"), "stream": True, "max_tokens": 100_000}).encode()
+
+    async def scenario() -> None:
+        output = asyncio.Event()
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await asyncio.Event().wait()  # the client stays
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                output.set()
+
+        request = asyncio.ensure_future(gateway(_chat_scope(body), receive, send))
+        await asyncio.wait_for(output.wait(), 30)
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        assert backend.closed
+
+    asyncio.run(scenario())
