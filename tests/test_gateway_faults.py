@@ -20,6 +20,7 @@ from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.backends.demo import DemoEngine
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
+from deepseek_recipe.gateway.asgi import Message
 from tests.fake_engines import Behaviour, FakeEngine
 from tests.gateway_support import ServerThread, check_response, check_stream, parse_sse, serving, settle
 
@@ -352,7 +353,7 @@ def test_a_client_that_leaves_as_the_engine_ends_is_not_an_engine_failure(
         body_sent.set()
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         if message["type"] == "http.response.body" and message.get("body"):
             output.set()
 
@@ -421,7 +422,7 @@ def test_a_request_cancelled_from_outside_stays_cancelled_and_closes_its_engine_
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             if message["type"] == "http.response.body" and message.get("body"):
                 output.set()
 
