@@ -266,8 +266,16 @@ def relay_body(name: str, engine_body: bytes) -> str:
     return name
 
 
-#: The relay's directory of engine requests (set by ``main``).
+#: The relay's directory of engine requests (set by ``relay_command``).
 RELAY_BODIES: list[str] = []
+
+
+def relay_command(tmp: str, port: int, engine_port: int) -> list[str]:
+    """The command that serves the relay on ``port`` in front of the engine on ``engine_port``,
+    its engine requests kept in a directory under ``tmp`` (where ``relay_body`` writes them)."""
+    RELAY_BODIES.append(str(Path(tmp) / "relay"))
+    Path(RELAY_BODIES[0]).mkdir()
+    return [sys.executable, __file__, "--serve-relay", str(port), str(engine_port), "--script", RELAY_BODIES[0]]
 
 
 async def throughput(
@@ -652,10 +660,7 @@ def run(args: argparse.Namespace) -> int:
         script_path.write_text(json.dumps(script))
         ports = {"engine": free_port(), "gateway": free_port(), "relay": free_port()}
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(ports["engine"]), "--script", str(script_path)]
-        RELAY_BODIES.append(str(Path(tmp) / "relay"))
-        Path(RELAY_BODIES[0]).mkdir()
-        relay_cmd = [sys.executable, __file__, "--serve-relay", str(ports["relay"]), str(ports["engine"])]
-        relay_cmd += ["--script", RELAY_BODIES[0]]
+        relay_cmd = relay_command(tmp, ports["relay"], ports["engine"])
         gateway_cmd = [
             sys.executable,
             "-m",

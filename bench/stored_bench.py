@@ -155,11 +155,7 @@ def run(args: argparse.Namespace) -> int:
         engine_port = G.free_port()
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(engine_port), "--script", str(script_path)]
         relay_port = G.free_port()
-        G.RELAY_BODIES.append(str(Path(tmp) / "relay"))
-        Path(G.RELAY_BODIES[0]).mkdir()
-        relay_cmd = [sys.executable, G.__file__, "--serve-relay", str(relay_port), str(engine_port)]
-        relay_cmd += ["--script", G.RELAY_BODIES[0]]
-        with G.process(engine_cmd, engine_port), G.process(relay_cmd, relay_port):
+        with G.process(engine_cmd, engine_port), G.process(G.relay_command(tmp, relay_port, engine_port), relay_port):
             for store_kind in args.stores.split(","):
                 postgres = None
                 if store_kind == "postgresql":

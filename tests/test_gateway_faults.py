@@ -5,6 +5,7 @@ request or engine connection is left behind."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Iterator
@@ -152,7 +153,6 @@ def test_a_client_that_leaves_stops_the_schema_checks(frontend: Frontend, caplog
     """A schema whose patterns take seconds to check: when its client leaves, the checks stop at
     the next pattern (the request's log line says how long it took) instead of running to the end
     on a core nobody is waiting for."""
-    import json
     import socket
 
     properties = {f"p{i}": {"type": "string", "pattern": "[" + "a" * 200_000 + f"{i % 10}]"} for i in range(40)}
@@ -337,8 +337,6 @@ def test_a_client_that_leaves_as_the_engine_ends_is_not_an_engine_failure(
 ) -> None:
     """The engine's stream ending in the same step as the client's disconnect arrives is the
     client leaving, not the engine failing: no engine error is logged or counted."""
-    import json
-
     backend = _EndsAsTheClientLeaves(frontend.tokenizer.encode(" on")[0])
     gateway = Gateway(settings=GatewaySettings(log_requests=True), frontend=frontend, backend=backend)
     body = json.dumps({**body_for("chat"), "stream": True}).encode()
@@ -405,8 +403,6 @@ def test_a_request_cancelled_from_outside_stays_cancelled_and_closes_its_engine_
     """A cancellation that is not the request's own (the server's, say) goes through the
     exchange, which takes back only the cancellations it makes itself, and the engine's stream is
     closed before the request ends."""
-    import json
-
     backend = _Endless(frontend.tokenizer.encode(" on")[0])
     gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend, backend=backend)
     body = json.dumps({**body_for("chat"), "stream": True, "max_tokens": 100_000}).encode()

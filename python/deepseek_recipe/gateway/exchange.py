@@ -8,10 +8,10 @@ written at once.
 
 The three tasks are plain asyncio tasks, not an anyio task group: on a small request the group
 and its cancel scopes took about 15% of the gateway's CPU samples. What the group did is done by
-hand: a client that leaves, or :meth:`Exchange.abort`, cancels the pump and
-the responder (each once, so the pump's closing of the engine stream runs to its end), the
-responder takes back its own cancellations (``Task.uncancel``) and lets any other one through,
-and the request ends only once both helper tasks have.
+hand: a client that leaves, or :meth:`Exchange.abort`, cancels the pump and the responder (each
+once, so the pump's closing of the engine stream runs to its end), the responder takes back its
+own cancellation (``Task.uncancel``) and lets any other one through, and the request ends only
+once both helper tasks have.
 """
 
 from __future__ import annotations
