@@ -518,6 +518,44 @@ class EncodedPrompt:
         """Roughly the bytes held, for caches."""
 
 @final
+class IntakeCache:
+    """Ours: the last body of recent Chat Completions and Messages conversations, with its parse
+    and encoded prompt, so the next body of a conversation parses only what follows the
+    messages both share and renders from the earlier prompt. At most ``max_bytes`` (estimated),
+    least recently used first out; bodies nest at most ``max_depth`` deep. Thread-safe."""
+
+    def __new__(cls, max_bytes: int, max_depth: int = ...) -> Self:
+        """``max_depth`` defaults to the parser's own limit, 127."""
+    def resume(
+        self, protocol: str, body: bytes, owner: str
+    ) -> tuple[ChatCompletionRequest | MessagesRequest, IntakeTurn] | None:
+        """The request parsed from where ``body`` differs from its conversation's last body
+        (equal to a cold parse), and the turn to keep; ``None`` when it is to be parsed cold."""
+    def start(self, protocol: str, body: bytes, owner: str, request: object) -> IntakeTurn | None:
+        """The turn to keep for ``request`` (the ``protocol``'s request class, ``TypeError``
+        otherwise), parsed cold from ``body`` (``None`` for a body that does not resume)."""
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def min_body_bytes(self) -> int:
+        """The smallest body worth resuming: smaller ones are neither resumed nor kept."""
+    @property
+    def max_bytes(self) -> int: ...
+    def __len__(self) -> int: ...
+
+@final
+class IntakeTurn:
+    """Ours: one body on its way through an ``IntakeCache``."""
+
+    @property
+    def previous(self) -> EncodedPrompt | None:
+        """The earlier body's prompt, to render this one from."""
+    @property
+    def reused_messages(self) -> int: ...
+    def keep(self, prompt: EncodedPrompt) -> bool:
+        """Keep the body and ``prompt`` as the conversation's last (once); whether it was kept."""
+
+@final
 class ResponsesHistory:
     """Ours: every item of a stored Responses conversation and the conversion state after them,
     so a request continuing it converts only its own items. Immutable."""

@@ -471,8 +471,12 @@ class Frontend:
         start = time.perf_counter() if stage is not None else 0.0
         request = REQUEST_CLASSES[protocol](body)
         if stage is not None:
-            parsed = time.perf_counter()
-            stage("parse", start, parsed)
+            stage("parse", start, time.perf_counter())
+        return self._convert_parsed(request, stage)
+
+    def _convert_parsed(self, request: ProtocolRequest, stage: Stage | None = None) -> _Converted:
+        """Convert a parsed request; raises ``ConversionError``."""
+        start = time.perf_counter() if stage is not None else 0.0
         model = request.model
         wiring = None
         if isinstance(request, ResponsesRequest):
@@ -480,7 +484,7 @@ class Frontend:
             wiring = (request.namespace_tool_map(self.options), request.echo())
         converted = _Converted(request.convert(self.options), model, wiring)
         if stage is not None:
-            stage("convert", parsed, time.perf_counter())
+            stage("convert", start, time.perf_counter())
         return converted
 
     def prepare(self, protocol: Protocol, body: bytes | str | dict[str, Any]) -> PreparedRequest:
@@ -513,6 +517,27 @@ class Frontend:
             stage("render", start, start + render_seconds)
             stage("encode", start + render_seconds, start + render_seconds + encode_seconds)
         return EncodedRequest(protocol, model, converted, ids, wiring)
+
+    def encode_parsed(
+        self,
+        protocol: Protocol,
+        request: ProtocolRequest,
+        previous: EncodedPrompt | None = None,
+        *,
+        stage: Stage | None = None,
+    ) -> tuple[EncodedRequest, EncodedPrompt]:
+        """:meth:`encode_request` for a request already parsed (by an ``IntakeCache``), rendered
+        and encoded as the next turn of ``previous`` (the blocks both render alike are copied,
+        the ids reused up to the last special token both share; the ids equal
+        :meth:`encode_request`'s either way). Also returns the encoded prompt, the next turn's
+        ``previous``. Consumes ``request``; ``stage`` hears ``convert`` and ``encode`` (rendering
+        included)."""
+        converted, model, wiring = self._convert_parsed(request, stage)
+        start = time.perf_counter()
+        encoded = self.encoding(converted.model_version).encode_continuing(converted.conversation, previous)
+        if stage is not None:
+            stage("encode", start, time.perf_counter())
+        return EncodedRequest(protocol, model, converted, encoded.ids, wiring), encoded
 
     def encode_continuing(
         self,

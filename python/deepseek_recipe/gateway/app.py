@@ -299,7 +299,9 @@ class Gateway:
         try:
             self.intake.authenticate(scope)
             body = await self.intake.read_body(scope, receive)
-            encoded = await self._run_encode(len(body), receive, lambda: self.intake.encode("messages", body))
+            encoded = await self._run_encode(
+                len(body), receive, lambda: self.intake.encode("messages", body, owner=self.intake.owner(scope))
+            )
             images = await self._images_async(encoded, receive)
             count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}))
@@ -344,7 +346,9 @@ class Gateway:
                 )
             else:
                 encoded = await self._run_encode(
-                    len(body), receive, lambda: self.intake.encode(protocol, body, record.stage)
+                    len(body),
+                    receive,
+                    lambda: self.intake.encode(protocol, body, record.stage, self.intake.owner(scope)),
                 )
             if encoded.image_sources:
                 started_images = time.perf_counter()

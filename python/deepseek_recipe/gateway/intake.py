@@ -10,13 +10,15 @@ same limits and answer the same errors.
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from deepseek_recipe._native import ConversionError, ImageError, json_nesting_exceeds
-from deepseek_recipe.frontend import EncodedRequest, Frontend, PreparedRequest, Protocol, Stage
+from deepseek_recipe._native import ConversionError, ImageError, IntakeCache, IntakeTurn, json_nesting_exceeds
+from deepseek_recipe._request import ProtocolRequest
+from deepseek_recipe.frontend import REQUEST_CLASSES, EncodedRequest, Frontend, PreparedRequest, Protocol, Stage
 from deepseek_recipe.gateway.asgi import ClientGone, Receive, Scope, header
 from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.stored import owner_of
@@ -42,6 +44,11 @@ class Intake:
         self.settings = settings
         self.frontend = frontend
         self._keys = settings.accepted_keys()
+        # The last body of recent Chat and Messages conversations: the next body parses and
+        # renders only what it adds (docs/gateway.md, "Incremental intake").
+        self.bodies = (
+            IntakeCache(settings.intake_cache_bytes, settings.max_json_depth) if settings.intake_cache_bytes else None
+        )
 
     # -- authentication ------------------------------------------------------------------------
 
@@ -107,11 +114,32 @@ class Intake:
         encoded = self.encode(protocol, body)
         return self.checked(self.frontend.assemble, encoded, self.checked(self.frontend.resolve_images, encoded))
 
-    def encode(self, protocol: Protocol, body: bytes, stage: Stage | None = None) -> EncodedRequest:
+    def encode(self, protocol: Protocol, body: bytes, stage: Stage | None = None, owner: str = "") -> EncodedRequest:
         """Parse, convert, render and encode (no I/O), the JSON depth limit checked first;
-        ``stage`` is told each step's start and end (the request's trace and histograms)."""
-        self.check_depth(body)
-        return self.checked(lambda: self.frontend.encode_request(protocol, body, stage=stage))
+        ``stage`` is told each step's start and end (the request's trace and histograms). A Chat
+        or Messages body of ``owner`` that repeats the last body of its conversation parses and
+        renders from it (the result is the same)."""
+        bodies = self.bodies
+        if bodies is None or protocol == "responses" or len(body) < bodies.min_body_bytes:
+            self.check_depth(body)
+            return self.checked(lambda: self.frontend.encode_request(protocol, body, stage=stage))
+        start = time.perf_counter()
+        resumed = bodies.resume(protocol, body, owner)
+        request: ProtocolRequest
+        turn: IntakeTurn | None
+        if resumed is None:
+            self.check_depth(body)
+            request = self.checked(REQUEST_CLASSES[protocol], body)
+            turn = bodies.start(protocol, body, owner, request)
+        else:
+            request, turn = resumed
+        if stage is not None:
+            stage("parse", start, time.perf_counter())
+        previous = turn.previous if turn is not None else None
+        encoded, prompt = self.checked(lambda: self.frontend.encode_parsed(protocol, request, previous, stage=stage))
+        if turn is not None:
+            turn.keep(prompt)
+        return encoded
 
     def check_depth(self, body: bytes) -> None:
         """A ``max_json_depth`` below the parser's own limit, checked before parsing."""

@@ -104,6 +104,12 @@ class GatewaySettings(BaseSettings):
     max_choices: int = Field(
         default=16, ge=1, le=255, description="most choices a Chat request may ask for with n (the engine samples them)"
     )
+    intake_cache_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=0,
+        description="bytes of recent Chat and Messages conversations' last bodies each process keeps, so "
+        "the next body parses and renders only what it adds (estimated; 0: off)",
+    )
 
     # -- limits ----------------------------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(

@@ -82,7 +82,7 @@ fn ascii_for_invalid_bytes(text: &[u8]) -> Vec<u8> {
 }
 
 /// The index of the quote closing the string that contains byte `from`.
-fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
     // From one quote or backslash to the next (`memchr2`): a request body is mostly string
     // contents, which this crosses several times faster than byte by byte.
     let mut i = from;

@@ -11,6 +11,7 @@ mod encoding;
 mod errors;
 mod ids;
 mod images;
+mod intake_cache;
 mod message;
 mod options;
 mod protocol;
@@ -70,6 +71,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<protocol::PyChatCompletionRequest>()?;
     m.add_class::<protocol::PyResponsesRequest>()?;
     m.add_class::<protocol::PyMessagesRequest>()?;
+    m.add_class::<intake_cache::PyIntakeCache>()?;
+    m.add_class::<intake_cache::PyIntakeTurn>()?;
     m.add_function(wrap_pyfunction!(protocol::json_nesting_exceeds, m)?)?;
     m.add_class::<cancel::PyCancelToken>()?;
 

@@ -46,6 +46,20 @@ macro_rules! request_class {
             slot: Slot<$inner>,
         }
 
+        // Not used for Responses: its bodies are not resumed (stored responses continue them).
+        #[allow(dead_code)]
+        impl $rust {
+            /// The Python object of a request parsed elsewhere (a resumed body).
+            pub(crate) fn from_request(request: $inner) -> Self {
+                Self { slot: Slot::new(Consumable::Request, request) }
+            }
+
+            /// `f` of the request, unless it was consumed.
+            pub(crate) fn read<R>(&self, f: impl FnOnce(&$inner) -> R) -> PyResult<R> {
+                self.slot.read(f)
+            }
+        }
+
         #[pymethods]
         impl $rust {
             #[new]

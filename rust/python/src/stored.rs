@@ -145,7 +145,7 @@ impl PyEncodedPrompt {
     /// Roughly the bytes held (prompt, layout, ids and the text they were encoded from; the
     /// conversation is shared with the request), for caches.
     #[getter]
-    fn approx_bytes(&self) -> usize {
+    pub fn approx_bytes(&self) -> usize {
         self.rendered.approx_bytes() + self.rendered.prompt().prompt.len() + self.ids.len() * 10
     }
 
