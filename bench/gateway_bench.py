@@ -1,7 +1,7 @@
 """The gateway's added cost over calling the engine directly, measured in one run.
 
     python3 bench/gateway_bench.py [--quick] [--no-record] [--project-python PATH]
-                                   [--litellm-python PATH] [--only small,agent] [--slow]
+                                   [--litellm-python PATH] [--only small,agent,intake] [--slow]
 
 Four servers run in processes of their own on loopback: a fake token-id engine (vLLM's
 ``/v1/completions`` with ``return_token_ids``, and ``/v1/chat/completions`` for LiteLLM), this
@@ -15,7 +15,12 @@ measures:
   would send), through the gateway, and through LiteLLM;
 - a growing agent turn: a ~300k-token agent conversation that grows by one step per request,
   through the gateway and straight to the engine with the same ids; the difference is the
-  gateway's added latency, set against encoding the new turn's text alone.
+  gateway's added latency, set against encoding the new turn's text alone. As Chat and as
+  Messages bodies, each also through a second gateway without the intake cache
+  (``intake_cache_bytes`` 0: what a turn costs that reuses nothing), then two turns off the
+  growing path: an early message edited, and another conversation of the same size;
+- the intake cache alone, in this process: the heap only it holds per ~300k-token conversation
+  against what it counts, and 10,000 conversations under the default cap.
 
 Both also go through a relay: the gateway's server (uvicorn with its protocol settings) and
 engine connection with no work between them, sending the engine the request the bench made
@@ -45,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -477,7 +482,31 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         ten_below_litellm(report, "vs_litellm", "added TTFB", added, theirs, f"; {ratio:.2f}x its req/s")
 
 
-def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
+PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
+
+
+def edit_first_text(message: dict[str, Any], note: str) -> None:
+    """Append ``note`` to the first text of ``message`` (its content, a block's text, a tool
+    result, or its reasoning)."""
+    for key in ("content", "text", "reasoning_content", "thinking"):
+        value = message.get(key)
+        if isinstance(value, str):
+            message[key] = value + note
+            return
+    for value in message.values():
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    edit_first_text(item, note)
+                    return
+    raise ValueError("no text to edit")
+
+
+def agent_phase(
+    report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int], protocol: str = "chat"
+) -> None:
+    import copy
+
     import workloads
     from deepseek_recipe.backends import GenerationRequest
     from deepseek_recipe.backends.completions import CompletionsBackend
@@ -486,35 +515,47 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     rounds = 4 if args.quick else 8
     conv = workloads.make_conversation(20261201, target)
     steps = len(conv.steps)
+    to_body = workloads.TO_PROTOCOL[protocol]
+    path = PATHS[protocol]
     backend = CompletionsBackend("http://unused")
     encoding = frontend.encoding(frontend.options.model_versions_by_name[MODEL])
+
+    def direct_of(raw: bytes) -> tuple[Any, bytes]:
+        prepared = frontend.prepare(protocol, raw)  # the direct path's ids, made here (not timed)
+        return prepared, backend.body(GenerationRequest.from_prepared(prepared, "bench"))
+
+    def median_direct(direct_body: bytes) -> float:
+        # The gateway's turn happens once (a repeat would find it cached); the paths it is set
+        # against are taken as the median of a few, which keeps their noise out of the difference.
+        repeated = [direct_body] * REPEATS
+        return median_total(asyncio.run(latencies(ports["engine"], "/v1/completions", repeated, gap=REPEAT_GAP)))
+
     rows = []
     previous_prompt = ""
     for k in range(rounds + 1):
-        body = workloads.to_chat(workloads.truncated(conv, steps - rounds + k), {"stream": True})
-        raw = json.dumps(body, ensure_ascii=False).encode()
-        prepared = frontend.prepare("chat", raw)  # the direct path's ids, made here (not timed)
-        direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
+        raw = json.dumps(to_body(workloads.truncated(conv, steps - rounds + k), {"stream": True}), ensure_ascii=False)
+        raw_bytes = raw.encode()
+        prepared, direct_body = direct_of(raw_bytes)
         prompt = encoding.render_conversation(prepared.request.conversation).prompt
         common = len(os.path.commonprefix([previous_prompt, prompt]))  # noqa: RUF071 (characters are what is meant)
         previous_prompt = prompt
         cpu = cpu_seconds(ports["gateway"])
-        via = asyncio.run(latencies(ports["gateway"], "/v1/chat/completions", [raw]))[0]
+        via = asyncio.run(latencies(ports["gateway"], path, [raw_bytes]))[0]
         cpu = cpu_seconds(ports["gateway"]) - cpu
-        # The gateway's turn happens once (a repeat would find it cached); the paths it is set
-        # against are taken as the median of a few, which keeps their noise out of the difference.
-        repeated = [direct_body] * REPEATS
-        direct = median_total(asyncio.run(latencies(ports["engine"], "/v1/completions", repeated, gap=REPEAT_GAP)))
-        name = relay_body(f"agent-{k}", direct_body)
-        relayed = median_total(
-            asyncio.run(latencies(ports["relay"], "/v1/chat/completions", [raw] * REPEATS, name, REPEAT_GAP))
-        )
+        cold = asyncio.run(latencies(ports["gateway_cold"], path, [raw_bytes]))[0]
+        direct = median_direct(direct_body)
+        relayed = direct
+        if protocol == "chat":
+            name = relay_body(f"agent-{k}", direct_body)
+            relayed = median_total(
+                asyncio.run(latencies(ports["relay"], path, [raw_bytes] * REPEATS, name, REPEAT_GAP))
+            )
         litellm_added = None
-        if "litellm" in ports:
+        if "litellm" in ports and protocol == "chat":
             # LiteLLM forwards the Chat body to the engine's Chat route: its added time is over
             # the engine's answer to that same body.
-            theirs = asyncio.run(latencies(ports["litellm"], "/v1/chat/completions", [raw]))[0]
-            engine_chat = asyncio.run(latencies(ports["engine"], "/v1/chat/completions", [raw]))[0]
+            theirs = asyncio.run(latencies(ports["litellm"], path, [raw_bytes]))[0]
+            engine_chat = asyncio.run(latencies(ports["engine"], path, [raw_bytes]))[0]
             litellm_added = (theirs.total - engine_chat.total) * 1e3
         # The new turn's text alone, encoded fresh (it was never seen by this process's caches).
         fresh = prompt[common:] + f" {k}"
@@ -526,47 +567,80 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         rows.append(
             {
                 "prompt_tokens": len(prepared.prompt_ids),
-                "body_bytes": len(raw),
+                "body_bytes": len(raw_bytes),
                 "new_chars": len(prompt) - common,
                 "gateway_ms": via.total * 1e3,
                 "direct_ms": direct * 1e3,
                 "added_ms": (via.total - direct) * 1e3,
-                "relay_added_ms": (relayed - direct) * 1e3,
+                "cold_added_ms": (cold.total - direct) * 1e3,
+                "relay_added_ms": (relayed - direct) * 1e3 if protocol == "chat" else None,
                 "new_turn_encode_ms": new_turn * 1e3,
                 "gateway_cpu_ms": cpu * 1e3,
                 "litellm_added_ms": litellm_added,
             }
         )
-    report.figures["agent"] = rows
-    report.start("agent")
+    # Two turns off the growing path: an early message edited (the messages before it are
+    # reused), and another conversation (nothing to reuse: a cold parse, then kept).
+    last = to_body(workloads.truncated(conv, steps), {"stream": True})
+    early = copy.deepcopy(last)
+    edit_first_text(early["messages"][2], " (edited)")
+    other = copy.deepcopy(last)
+    edit_first_text(other["messages"][0], " (another conversation)")
+    extra = {}
+    for name, body in (("early_edit", early), ("new_conversation", other)):
+        raw_bytes = json.dumps(body, ensure_ascii=False).encode()
+        direct = median_direct(direct_of(raw_bytes)[1])
+        via = asyncio.run(latencies(ports["gateway"], path, [raw_bytes]))[0]
+        cold = asyncio.run(latencies(ports["gateway_cold"], path, [raw_bytes]))[0]
+        extra[name] = {"added_ms": (via.total - direct) * 1e3, "cold_added_ms": (cold.total - direct) * 1e3}
+    section = "agent" if protocol == "chat" else f"agent_{protocol}"
+    report.figures[section] = {"turns": rows, "off_path": extra} if protocol != "chat" else rows
+    if protocol == "chat":
+        report.figures["agent_off_path"] = extra
+    report.start(section)
+    title = "Chat" if protocol == "chat" else "Messages"
     report.add(
-        f"#### Growing agent turn (Chat, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)"
+        f"#### Growing agent turn ({title}, ~{target // 1000}k tokens, one step more each request, {rounds} rounds)"
     )
     report.add()
     report.add(
-        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | relay added ms "
-        "| encode new turn alone ms | added ÷ new turn | LiteLLM added ms |"
+        "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | added, no intake cache ms "
+        "| relay added ms | encode new turn alone ms | added ÷ new turn | LiteLLM added ms |"
     )
-    report.add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    report.add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         ratio = row["added_ms"] / row["new_turn_encode_ms"]
         theirs = "n/a" if row["litellm_added_ms"] is None else f"{row['litellm_added_ms']:.1f}"
+        relay = "n/a" if row["relay_added_ms"] is None else f"{row['relay_added_ms']:.1f}"
         report.add(
             f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} "
-            f"| {row['gateway_ms']:.1f} | {row['direct_ms']:.1f} | {row['added_ms']:.1f} "
-            f"| {row['relay_added_ms']:.1f} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x | {theirs} |"
+            f"| {row['gateway_ms']:.1f} | {row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['cold_added_ms']:.1f} "
+            f"| {relay} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x | {theirs} |"
         )
     added = statistics.median(r["added_ms"] for r in rows)
+    cold_added = statistics.median(r["cold_added_ms"] for r in rows)
     alone = statistics.median(r["new_turn_encode_ms"] for r in rows)
-    floor = statistics.median(r["relay_added_ms"] for r in rows)
     cpu = statistics.mean(r["gateway_cpu_ms"] for r in rows)
     report.add()
-    report.add(f"The gateway's CPU per turn (user and system, all its threads; mean of {rounds}): {cpu:.1f} ms.")
+    report.add(
+        "Off the growing path (one request each): an early message edited adds "
+        f"{extra['early_edit']['added_ms']:.1f} ms ({extra['early_edit']['cold_added_ms']:.1f} ms with no intake "
+        f"cache); another conversation of the same size adds {extra['new_conversation']['added_ms']:.1f} ms "
+        f"({extra['new_conversation']['cold_added_ms']:.1f} ms with no intake cache)."
+    )
+    report.add(
+        f"The gateway's CPU per turn (user and system, all its threads; mean of {rounds}): {cpu:.1f} ms. "
+        f"Added, medians: {added:.1f} ms with the intake cache, {cold_added:.1f} ms without (a second "
+        "gateway started with `intake_cache_bytes` 0)."
+    )
     verdict = "met" if added <= 3 * alone else "MISSED"
     report.add(
         f"Target, added latency at most 3x encoding the new turn alone: medians {added:.1f} ms vs "
         f"{alone:.2f} ms = {added / alone:.1f}x ({verdict})."
     )
+    if protocol != "chat":
+        return
+    floor = statistics.median(r["relay_added_ms"] for r in rows)
     report.add(
         f"The relay (the same server and engine connection passing the request through, no work) adds "
         f"{floor:.1f} ms (median): the gateway's own work is {added - floor:.1f} ms, "
@@ -580,6 +654,98 @@ def agent_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     if all(r["litellm_added_ms"] is not None for r in rows):
         theirs = statistics.median(r["litellm_added_ms"] for r in rows)
         ten_below_litellm(report, "turn_vs_litellm", "added", added, theirs)
+
+
+def intake_phase(report: Report, args: argparse.Namespace, frontend: Any) -> None:
+    """The intake cache alone, in this process: memory per kept conversation, and the cap with
+    10,000 conversations."""
+    import gc
+
+    import workloads
+    from deepseek_recipe.gateway.intake import Intake
+    from deepseek_recipe.gateway.settings import GatewaySettings
+
+    def heap() -> int:
+        """Bytes malloc has handed out and not had back (glibc's mallinfo2: every arena, and
+        the blocks it maps alone): the Rust side's allocations and large Python objects, which
+        the process's RSS would hide behind memory freed and reused."""
+        import ctypes
+
+        class Info(ctypes.Structure):
+            _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd")] + [
+                (name, ctypes.c_size_t) for name in ("usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+            ]
+
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = Info
+        info = libc.mallinfo2()
+        return int(info.uordblks + info.hblkhd)
+
+    big = 60_000 if args.quick else 300_000
+    kept = 3 if args.quick else 6
+    convs = [workloads.make_conversation(20261300 + seed, big) for seed in range(kept)]
+    # What the kept conversations hold that nothing else does: the heap before and after the
+    # cache is dropped (their prompts' ids are shared with the tokenizer's own caches).
+    gate = Intake(GatewaySettings(store="none", intake_cache_bytes=4 << 30), frontend)
+    sizes = []
+    for conv in convs[:kept]:
+        body = json.dumps(workloads.to_chat(conv, {"stream": True}), ensure_ascii=False).encode()
+        sizes.append(len(body))
+        gate.encode("chat", body, owner="bench")
+        del body
+    assert gate.bodies is not None and len(gate.bodies) == kept
+    counted = gate.bodies.bytes / kept
+    gc.collect()
+    held = heap()
+    gate.bodies = None
+    gc.collect()
+    grown = (held - heap()) / kept
+    mean_body = statistics.mean(sizes)
+    big_rows = {"conversations": kept, "body_bytes": mean_body, "heap_per_conversation": grown, "counted": counted}
+    # 10,000 conversations of ~30 kB each, two turns each, under the default cap.
+    many = 1_000 if args.quick else 10_000
+    gate = Intake(GatewaySettings(store="none"), frontend)
+    cache = gate.bodies
+    assert cache is not None
+    system = "You are the agent. " * 1200  # ~23 kB: over the 16 KiB below which nothing is kept
+    times: list[float] = []
+    before = heap()
+    for i in range(many):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": f"task {i}: go"}]
+        for turn in range(2):
+            body = json.dumps({"model": MODEL, "messages": messages}).encode()
+            start = time.perf_counter()
+            gate.encode("chat", body, owner="bench")
+            times.append(time.perf_counter() - start)
+            messages = [*messages, {"role": "assistant", "content": f"step {turn}"}, {"role": "user", "content": "on"}]
+    grown_many = heap() - before
+    tenth = len(times) // 10
+    first, last = statistics.median(times[:tenth]) * 1e3, statistics.median(times[-tenth:]) * 1e3
+    many_rows = {
+        "conversations": many,
+        "kept": len(cache),
+        "cache_bytes": cache.bytes,
+        "cap": cache.max_bytes,
+        "heap_growth": grown_many,
+        "first_tenth_ms": first,
+        "last_tenth_ms": last,
+    }
+    report.figures["intake"] = {"big": big_rows, "many": many_rows}
+    report.start("intake")
+    report.add("#### The intake cache alone (in process)")
+    report.add()
+    report.add(
+        f"- {kept} conversations of ~{big // 1000}k tokens ({mean_body / 1e6:.2f} MB bodies) kept: dropping the "
+        f"cache gave back {grown / 1e6:.1f} MB of heap per conversation (what only it holds: body, messages, "
+        f"conversation, prompt text); the cache counts {counted / 1e6:.1f} MB each against "
+        "`intake_cache_bytes`."
+    )
+    report.add(
+        f"- {many:,} conversations (~{len(system) // 1000} kB bodies, two turns each) under the default cap of "
+        f"{cache.max_bytes / 2**20:.0f} MiB: {len(cache):,} kept, counted {cache.bytes / 2**20:.1f} MiB; the "
+        f"heap grew {grown_many / 2**20:.1f} MiB; a turn's intake took {first:.2f} ms (median, first tenth) "
+        f"and {last:.2f} ms (last tenth)."
+    )
 
 
 def ten_below_litellm(report: Report, key: str, what: str, ours: float, theirs: float, extra: str = "") -> None:
@@ -602,7 +768,7 @@ def main() -> int:
     parser.add_argument(
         "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
     )
-    parser.add_argument("--only", default="small,agent", help="phases: small,agent")
+    parser.add_argument("--only", default="small,agent,intake", help="phases: small,agent,intake")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
         "--slow", action="store_true", help="small requests on one core (all pinned to CPU 1, CPU 0 kept busy)"
@@ -677,9 +843,19 @@ def run(args: argparse.Namespace) -> int:
             "--max-concurrent-requests",
             "1024",
         ]
+        # The agent turns are also timed on a gateway without the intake cache (what a turn costs
+        # that reuses nothing).
+        ports["gateway_cold"] = free_port()
+        cold_cmd = [str(ports["gateway_cold"]) if a == str(ports["gateway"]) else a for a in gateway_cmd]
+        cold_gateway = (
+            process(cold_cmd, ports["gateway_cold"], env={"DEEPSEEK_RECIPE_INTAKE_CACHE_BYTES": "0"})
+            if "agent" in args.only
+            else nullcontext()
+        )
         with (
             process(engine_cmd, ports["engine"]),
             process(gateway_cmd, ports["gateway"]),
+            cold_gateway,
             process(relay_cmd, ports["relay"]),
         ):
             litellm_ctx: Any = None
@@ -723,6 +899,9 @@ def run(args: argparse.Namespace) -> int:
                     small_phase(report, args, frontend, ports)
                 if "agent" in args.only:
                     agent_phase(report, args, frontend, ports)
+                    agent_phase(report, args, frontend, ports, "messages")
+                if "intake" in args.only:
+                    intake_phase(report, args, frontend)
             finally:
                 if litellm_ctx is not None:
                     litellm_ctx.__exit__(None, None, None)

@@ -41,7 +41,11 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         ["a_chat", "a_responses", "a_messages", "b_big", "c_small", "d_grow", "e_text"],
     ),
     ("stream", "Streaming: `bash bench/run.sh --stream` (`bench/stream_bench.py`)", ["1", "2", "3"]),
-    ("gateway", "Gateway: `python3 bench/gateway_bench.py`", ["small", "small_slow", "agent"]),
+    (
+        "gateway",
+        "Gateway: `python3 bench/gateway_bench.py`",
+        ["small", "small_slow", "agent", "agent_messages", "intake"],
+    ),
     ("stored", "Stored responses: `python3 bench/stored_bench.py`", ["turn", "storage"]),
     ("route_sim", "Routing simulator: `python bench/route_sim.py`", ["table"]),
     ("batch", "Batch preprocessing on Ray Data: `python bench/batch_bench.py`", ["table"]),
