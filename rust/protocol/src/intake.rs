@@ -83,20 +83,19 @@ fn ascii_for_invalid_bytes(text: &[u8]) -> Vec<u8> {
 
 /// The index of the quote closing the string that contains byte `from`.
 pub(crate) fn closing_quote(text: &[u8], from: usize) -> Option<usize> {
-    // From one quote or backslash to the next (`memchr2`): a request body is mostly string
-    // contents, which this crosses several times faster than byte by byte.
+    // From one quote to the next (`memchr`): a quote is escaped when an odd run of backslashes
+    // (counted from `from`) stands before it. A request body is mostly string contents, often
+    // with many escapes (`\n` in code), which this crosses without stopping at each.
     let mut i = from;
-    while let Some(found) = text
-        .get(i..)
-        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-    {
-        let index = i + found;
-        if text.get(index) == Some(&b'"') {
-            return Some(index);
+    loop {
+        let quote = i + memchr::memchr(b'"', text.get(i..)?)?;
+        let before = text.get(from..quote).unwrap_or_default();
+        let backslashes = before.iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 0 {
+            return Some(quote);
         }
-        i = index + 2; // the backslash and the byte it escapes
+        i = quote + 1;
     }
-    None
 }
 
 /// serde_json's (line, column) once byte `index` has been consumed.
@@ -114,8 +113,8 @@ fn position_after(text: &[u8], index: usize) -> (usize, usize) {
 /// below the parser's own 128). One pass over the bytes, stopping at the first container too
 /// deep; brackets inside strings do not count. Malformed text is left to the parser.
 ///
-/// Strings are crossed by [`closing_quote`]: about four times faster than byte by byte on an
-/// agent conversation (1.2 MB: 0.3 ms instead of 1.5 ms).
+/// Strings are crossed by [`closing_quote`]: several times faster than byte by byte on an agent
+/// conversation.
 pub fn nesting_exceeds(text: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
     let mut at = 0;

@@ -128,6 +128,7 @@ pub(crate) fn resume<W: Wire>(
     let mut cursor = Cursor {
         text: body,
         at: *ends.last()?,
+        deepest: 0,
     };
     let old = kept.get(..reused)?;
     let mut messages: Vec<W::Message> = Vec::with_capacity(ends.len() + 4);
@@ -139,7 +140,7 @@ pub(crate) fn resume<W: Wire>(
         }
         let (start, end) = cursor.value()?;
         let piece = body.get(start..end)?;
-        if nesting_exceeds(piece, limit.checked_sub(2)?) {
+        if cursor.deepest > limit.checked_sub(2)? {
             return None;
         }
         let message: W::Message = intake::from_value(intake::parse_json(piece).ok()?).ok()?;
@@ -189,7 +190,11 @@ fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
 /// written without escapes: through the first `count` messages (then nothing after them is
 /// looked at), or the whole body.
 fn scan(body: &[u8], count: Option<usize>) -> Option<Layout> {
-    let mut cursor = Cursor { text: body, at: 0 };
+    let mut cursor = Cursor {
+        text: body,
+        at: 0,
+        deepest: 0,
+    };
     if !cursor.eat(b'{') {
         return None;
     }
@@ -238,6 +243,8 @@ fn scan(body: &[u8], count: Option<usize>) -> Option<Layout> {
 struct Cursor<'a> {
     text: &'a [u8],
     at: usize,
+    /// How deep the last value crossed nests (as [`nesting_exceeds`] counts).
+    deepest: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -275,6 +282,7 @@ impl<'a> Cursor<'a> {
     fn value(&mut self) -> Option<(usize, usize)> {
         self.space();
         let start = self.at;
+        self.deepest = 0;
         match *self.text.get(self.at)? {
             b'"' => self.at = closing_quote(self.text, self.at + 1)? + 1,
             b'[' | b'{' => {
@@ -284,7 +292,10 @@ impl<'a> Cursor<'a> {
                     self.at += 1;
                     match byte {
                         b'"' => self.at = closing_quote(self.text, self.at)? + 1,
-                        b'[' | b'{' => depth += 1,
+                        b'[' | b'{' => {
+                            depth += 1;
+                            self.deepest = self.deepest.max(depth);
+                        }
                         b']' | b'}' => {
                             depth -= 1;
                             if depth == 0 {
