@@ -579,20 +579,24 @@ def agent_phase(
                 "litellm_added_ms": litellm_added,
             }
         )
-    # Two turns off the growing path: an early message edited (the messages before it are
-    # reused), and another conversation (nothing to reuse: a cold parse, then kept).
+    # Turns off the growing path: an early message edited (the messages before it are reused),
+    # and another conversation (nothing to reuse: a cold parse, then kept).
     last = to_body(workloads.truncated(conv, steps), {"stream": True})
-    early = copy.deepcopy(last)
-    edit_first_text(early["messages"][2], " (edited)")
-    other = copy.deepcopy(last)
-    edit_first_text(other["messages"][0], " (another conversation)")
     extra = {}
-    for name, body in (("early_edit", early), ("new_conversation", other)):
-        raw_bytes = json.dumps(body, ensure_ascii=False).encode()
-        direct = median_direct(direct_of(raw_bytes)[1])
-        via = asyncio.run(latencies(ports["gateway"], path, [raw_bytes]))[0]
-        cold = asyncio.run(latencies(ports["gateway_cold"], path, [raw_bytes]))[0]
-        extra[name] = {"added_ms": (via.total - direct) * 1e3, "cold_added_ms": (cold.total - direct) * 1e3}
+    for name, index in (("early_edit", 2), ("new_conversation", 0)):
+        added, cold_added = [], []
+        for n in range(REPEATS):  # each a body neither gateway has seen
+            body = copy.deepcopy(last)
+            edit_first_text(body["messages"][index], f" ({name} {n})")
+            raw_bytes = json.dumps(body, ensure_ascii=False).encode()
+            direct = median_direct(direct_of(raw_bytes)[1])
+            # The two gateways in turn, which one goes first alternating.
+            order = ["gateway", "gateway_cold"][:: 1 if n % 2 == 0 else -1]
+            timed = {which: asyncio.run(latencies(ports[which], path, [raw_bytes]))[0] for which in order}
+            via, cold = timed["gateway"], timed["gateway_cold"]
+            added.append((via.total - direct) * 1e3)
+            cold_added.append((cold.total - direct) * 1e3)
+        extra[name] = {"added_ms": statistics.median(added), "cold_added_ms": statistics.median(cold_added)}
     section = "agent" if protocol == "chat" else f"agent_{protocol}"
     report.figures[section] = {"turns": rows, "off_path": extra} if protocol != "chat" else rows
     if protocol == "chat":
@@ -623,7 +627,7 @@ def agent_phase(
     cpu = statistics.mean(r["gateway_cpu_ms"] for r in rows)
     report.add()
     report.add(
-        "Off the growing path (one request each): an early message edited adds "
+        f"Off the growing path (medians of {REPEATS}, each body new to both gateways): an early message edited adds "
         f"{extra['early_edit']['added_ms']:.1f} ms ({extra['early_edit']['cold_added_ms']:.1f} ms with no intake "
         f"cache); another conversation of the same size adds {extra['new_conversation']['added_ms']:.1f} ms "
         f"({extra['new_conversation']['cold_added_ms']:.1f} ms with no intake cache)."
