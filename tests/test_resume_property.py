@@ -276,18 +276,51 @@ def agent_turns(protocol: str, turns: int) -> list[bytes]:
     return bodies
 
 
-def test_a_growing_agent_loop_resumes_every_turn_after_the_first() -> None:
+def test_a_growing_agent_loop_resumes_every_turn_after_the_second() -> None:
+    # The first body is kept alone, the second with its parse; every later one resumes.
     for protocol in ("chat", "messages"):
-        assert check_chain(protocol, agent_turns(protocol, 6)) == 5, protocol
+        assert check_chain(protocol, agent_turns(protocol, 6)) == 4, protocol
 
 
 def test_another_owner_never_resumes_a_body_and_the_cap_holds() -> None:
     gate = intake(64 << 20)
-    bodies = agent_turns("chat", 2)
-    outcome(gate, "chat", bodies[0], "alice")
+    bodies = agent_turns("chat", 3)
+    for body in bodies[:2]:
+        outcome(gate, "chat", body, "alice")
     assert gate.bodies is not None
-    assert gate.bodies.resume("chat", bodies[1], "bob") is None
-    assert gate.bodies.resume("chat", bodies[1], "alice") is not None
-    small = intake(100_000)  # every entry costs more than half of this: none is kept
+    assert gate.bodies.resume("chat", bodies[2], "bob") is None
+    assert gate.bodies.resume("chat", bodies[2], "alice") is not None
+    small = intake(100_000)  # a body alone fits; a body with its parse costs over half of this
     outcome(small, "chat", bodies[0], "alice")
-    assert small.bodies is not None and len(small.bodies) == 0
+    assert small.bodies is not None and len(small.bodies) == 1
+    outcome(small, "chat", bodies[1], "alice")
+    assert len(small.bodies) == 0
+
+
+def test_a_body_that_did_not_resume_is_kept_alone_and_the_next_resumes_again() -> None:
+    # Long results after short opening messages: editing the user's first message keeps less
+    # than half of the body, which is then parsed cold and kept alone.
+    steps: list[Body] = []
+    for n in range(8):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        steps += [
+            {"role": "assistant", "content": None, "reasoning_content": "r", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "r" * 8000},
+        ]
+    opening = [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}, {"role": "user", "content": "x"}]
+
+    def body(messages: list[Body]) -> bytes:
+        return json.dumps({"messages": messages, "model": MODEL, "tools": TOOLS["chat"]}).encode()
+
+    first, second = body(opening + steps[:6]), body(opening + steps[:8])
+    edited = [*opening[:2], {"role": "user", "content": "an early message edited"}]
+    early, after = body(edited + steps[:10]), body(edited + steps[:12])
+    gate = intake(64 << 20)
+    for one in (first, second):
+        assert outcome(gate, "chat", one, "o")[0] != "error"
+    assert gate.bodies is not None
+    assert gate.bodies.resume("chat", early, "o") is None  # it would reuse under half of itself
+    outcome(gate, "chat", early, "o")  # kept alone
+    assert gate.bodies.resume("chat", after, "o") is None  # the edited body has no parse kept
+    # The same through check_chain: only the last body resumes (from `after`, kept with its parse).
+    assert check_chain("chat", [first, second, early, after, body(edited + steps[:14])]) == 1

@@ -533,7 +533,9 @@ class IntakeCache:
         (equal to a cold parse), and the turn to keep; ``None`` when it is to be parsed cold."""
     def start(self, protocol: str, body: bytes, owner: str, request: object) -> IntakeTurn | None:
         """The turn to keep for ``request`` (the ``protocol``'s request class, ``TypeError``
-        otherwise), parsed cold from ``body`` (``None`` for a body that does not resume)."""
+        otherwise), parsed cold from ``body`` (``None`` for a body that does not resume). A
+        conversation's first body, or one that did not resume, is kept alone; the next one with
+        its parse."""
     @property
     def bytes(self) -> int: ...
     @property

@@ -22,11 +22,9 @@ use deepseek_model::{
     ThinkingInitialStage, ToolChoice,
 };
 use deepseek_schema::{self as schema, SchemaUse};
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use crate::resume::{self, Kept, KeptMessages};
+use crate::resume;
 use crate::thinking::{self, resolve_thinking};
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::{intake, ProtocolError};
@@ -47,24 +45,6 @@ impl ChatCompletionRequest {
 
     pub fn model(&self) -> &str {
         &self.wire.model
-    }
-
-    /// What to keep of this request, parsed cold from `body`, for the next body of its
-    /// conversation (`None` when `body` is not laid out as resuming needs).
-    pub fn keep(&self, body: &[u8]) -> Option<Kept> {
-        resume::keep(&self.wire, body)
-    }
-
-    /// Parse `body` reusing the messages it shares with `earlier_body`, which was parsed into
-    /// `earlier`; nesting at most `limit` deep. Equal to a cold parse; `None` when `body` is to
-    /// be parsed cold (see [`crate::resume`]).
-    pub fn resume(
-        body: &[u8],
-        earlier_body: &[u8],
-        earlier: &Kept,
-        limit: usize,
-    ) -> Option<(Self, Kept)> {
-        resume::resume(body, earlier_body, earlier, limit).map(|(wire, kept)| (Self { wire }, kept))
     }
 
     pub fn convert(
@@ -236,28 +216,12 @@ impl ChatCompletionRequest {
     }
 }
 
-impl resume::Wire for wire::ChatCompletionRequest {
-    type Message = wire::ChatCompletionRequestMessage;
-
-    fn messages(&self) -> &[Self::Message] {
-        &self.messages
-    }
-
-    fn messages_mut(&mut self) -> &mut Vec<Self::Message> {
-        &mut self.messages
-    }
-
-    fn wrap(messages: Vec<Arc<Self::Message>>) -> KeptMessages {
-        KeptMessages::Chat(messages)
-    }
-
-    fn unwrap(kept: &KeptMessages) -> Option<&[Arc<Self::Message>]> {
-        match kept {
-            KeptMessages::Chat(messages) => Some(messages),
-            KeptMessages::Messages(_) => None,
-        }
-    }
-}
+resume::resumable!(
+    ChatCompletionRequest,
+    wire::ChatCompletionRequest,
+    wire::ChatCompletionRequestMessage,
+    Chat
+);
 
 fn declared_tool(tool: wire::ChatCompletionTool) -> DeclaredTool {
     let f = tool.function;

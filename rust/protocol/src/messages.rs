@@ -14,11 +14,9 @@ use deepseek_model::{
     Message, ModelVersion, ParsingOptions, ResponseFormat, ThinkingInitialStage, ToolChoice,
     ToolDefinition, WebSearchBehavior,
 };
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use crate::resume::{self, Kept, KeptMessages};
+use crate::resume;
 use crate::thinking;
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::ProtocolError;
@@ -49,24 +47,6 @@ impl MessagesRequest {
 
     pub fn model(&self) -> &str {
         &self.wire.model
-    }
-
-    /// What to keep of this request, parsed cold from `body`, for the next body of its
-    /// conversation (`None` when `body` is not laid out as resuming needs).
-    pub fn keep(&self, body: &[u8]) -> Option<Kept> {
-        resume::keep(&self.wire, body)
-    }
-
-    /// Parse `body` reusing the messages it shares with `earlier_body`, which was parsed into
-    /// `earlier`; nesting at most `limit` deep. Equal to a cold parse; `None` when `body` is to
-    /// be parsed cold (see [`crate::resume`]).
-    pub fn resume(
-        body: &[u8],
-        earlier_body: &[u8],
-        earlier: &Kept,
-        limit: usize,
-    ) -> Option<(Self, Kept)> {
-        resume::resume(body, earlier_body, earlier, limit).map(|(wire, kept)| (Self { wire }, kept))
     }
 
     /// Validate and convert into the canonical request (§6, §7).
@@ -213,30 +193,14 @@ fn system_text(system: &Content<MessagesSystemBlock>) -> String {
     }
 }
 
+resume::resumable!(
+    MessagesRequest,
+    wire::MessagesRequest,
+    MessagesMessage,
+    Messages
+);
+
 /// The tools a request declared, after the first checks.
-impl resume::Wire for wire::MessagesRequest {
-    type Message = MessagesMessage;
-
-    fn messages(&self) -> &[Self::Message] {
-        &self.messages
-    }
-
-    fn messages_mut(&mut self) -> &mut Vec<Self::Message> {
-        &mut self.messages
-    }
-
-    fn wrap(messages: Vec<Arc<Self::Message>>) -> KeptMessages {
-        KeptMessages::Messages(messages)
-    }
-
-    fn unwrap(kept: &KeptMessages) -> Option<&[Arc<Self::Message>]> {
-        match kept {
-            KeptMessages::Messages(messages) => Some(messages),
-            KeptMessages::Chat(_) => None,
-        }
-    }
-}
-
 struct DeclaredTools {
     functions: Vec<DeclaredTool>,
     /// Names of web search tools dropped under `WebSearchBehavior::Drop`.

@@ -17,7 +17,9 @@
 //! - a body whose top-level keys repeat `messages` or are written with escapes is neither kept
 //!   nor resumed (a cold parse keeps the last of repeated keys);
 //! - anything else the scan does not expect (a body that is not an object, an error in a
-//!   piece) is left to the cold parse.
+//!   piece) is left to the cold parse;
+//! - so is a body that would reuse less than half of itself (an early message edited): parsing
+//!   it whole is as fast.
 //!
 //! Worked example: `{"messages":[A,B],"model":"m"}` was parsed and kept (ends after `A` and
 //! `B`). The next body is `{"messages":[A,B,C,D],"model":"m"}`: it shares every byte through
@@ -42,6 +44,59 @@ pub(crate) trait Wire: DeserializeOwned {
     fn wrap(messages: Vec<Arc<Self::Message>>) -> KeptMessages;
     fn unwrap(kept: &KeptMessages) -> Option<&[Arc<Self::Message>]>;
 }
+
+/// A protocol's request type `$request` resumes: its typed shape `$wire` keeps its messages
+/// (`$message`s) as `KeptMessages::$variant`, and `$request` gets `keep` and `resume`.
+macro_rules! resumable {
+    ($request:ident, $wire:ty, $message:ty, $variant:ident) => {
+        impl $crate::resume::Wire for $wire {
+            type Message = $message;
+
+            fn messages(&self) -> &[Self::Message] {
+                &self.messages
+            }
+
+            fn messages_mut(&mut self) -> &mut Vec<Self::Message> {
+                &mut self.messages
+            }
+
+            fn wrap(messages: Vec<std::sync::Arc<Self::Message>>) -> $crate::resume::KeptMessages {
+                $crate::resume::KeptMessages::$variant(messages)
+            }
+
+            fn unwrap(
+                kept: &$crate::resume::KeptMessages,
+            ) -> Option<&[std::sync::Arc<Self::Message>]> {
+                match kept {
+                    $crate::resume::KeptMessages::$variant(messages) => Some(messages),
+                    _ => None,
+                }
+            }
+        }
+
+        impl $request {
+            /// What to keep of this request, parsed cold from `body`, for the next body of its
+            /// conversation (`None` when `body` is not laid out as resuming needs).
+            pub fn keep(&self, body: &[u8]) -> Option<$crate::resume::Kept> {
+                $crate::resume::keep(&self.wire, body)
+            }
+
+            /// Parse `body` reusing the messages it shares with `earlier_body`, which was
+            /// parsed into `earlier`; nesting at most `limit` deep. Equal to a cold parse;
+            /// `None` when `body` is to be parsed cold (see [`crate::resume`]).
+            pub fn resume(
+                body: &[u8],
+                earlier_body: &[u8],
+                earlier: &$crate::resume::Kept,
+                limit: usize,
+            ) -> Option<(Self, $crate::resume::Kept)> {
+                $crate::resume::resume(body, earlier_body, earlier, limit)
+                    .map(|(wire, kept)| (Self { wire }, kept))
+            }
+        }
+    };
+}
+pub(crate) use resumable;
 
 /// Each protocol's kept messages.
 #[derive(Debug, Clone)]
@@ -124,6 +179,12 @@ pub(crate) fn resume<W: Wire>(
     let shared = shared_prefix(body, earlier_body);
     let reused = earlier.layout.ends.partition_point(|&end| end <= shared);
     let open = earlier.layout.open;
+    // Reusing less than half of the body is no faster than parsing it whole (each new message
+    // is parsed alone and copied for keeping): an early message edited is parsed cold.
+    let reused_end = *earlier.layout.ends.get(reused.checked_sub(1)?)?;
+    if reused_end - open < body.len() / 2 {
+        return None;
+    }
     let mut ends = earlier.layout.ends.get(..reused)?.to_vec();
     let mut cursor = Cursor {
         text: body,

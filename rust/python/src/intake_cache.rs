@@ -14,11 +14,13 @@ use pyo3::pybacked::PyBackedBytes;
 use crate::protocol::{PyChatCompletionRequest, PyMessagesRequest};
 use crate::stored::PyEncodedPrompt;
 
-/// One conversation's last body, its parse and its prompt.
+/// One conversation's last body, with its parse and its prompt from the conversation's second
+/// turn on. A conversation's first body is kept alone (a marker): keeping its parse costs a
+/// copy that only pays off once the conversation comes back, so a one-off request, or a body
+/// that did not resume (an early message edited), costs what it would without the cache.
 struct Entry {
     body: PyBackedBytes,
-    kept: Kept,
-    prompt: Py<PyEncodedPrompt>,
+    parsed: Option<(Kept, Py<PyEncodedPrompt>)>,
 }
 
 type Cache = BodyCache<Entry>;
@@ -93,15 +95,12 @@ impl PyIntakeCache {
         let found = py.detach(|| {
             let key = self.key(&body, owner, kind)?;
             let entry = self.cache.get(key)?;
+            let (earlier, _) = entry.parsed.as_ref()?;
             let parsed = match kind {
-                Protocol::Chat => {
-                    ChatCompletionRequest::resume(&body, &entry.body, &entry.kept, limit)
-                        .map(|(request, kept)| (Parsed::Chat(request), kept))
-                }
-                Protocol::Messages => {
-                    MessagesRequest::resume(&body, &entry.body, &entry.kept, limit)
-                        .map(|(request, kept)| (Parsed::Messages(request), kept))
-                }
+                Protocol::Chat => ChatCompletionRequest::resume(&body, &entry.body, earlier, limit)
+                    .map(|(request, kept)| (Parsed::Chat(request), kept)),
+                Protocol::Messages => MessagesRequest::resume(&body, &entry.body, earlier, limit)
+                    .map(|(request, kept)| (Parsed::Messages(request), kept)),
             };
             Some((key, entry, parsed))
         });
@@ -116,15 +115,20 @@ impl PyIntakeCache {
         let turn = PyIntakeTurn {
             cache: Arc::clone(&self.cache),
             key,
-            previous: Some(entry.prompt.clone_ref(py)),
+            previous: entry
+                .parsed
+                .as_ref()
+                .map(|(_, prompt)| prompt.clone_ref(py)),
             reused: kept.reused_messages(),
-            pending: Mutex::new(Some((body, kept))),
+            pending: Mutex::new(Some((body, Some(kept)))),
         };
         Ok(Some((request, turn)))
     }
 
     /// The turn to keep for `request`, parsed cold from `body`: `None` when the body is not
-    /// one that resumes (fewer than two messages, not laid out as resuming needs).
+    /// one that resumes (fewer than two messages, not laid out as resuming needs). The first
+    /// body of a conversation (or one after a body that did not resume) is kept alone; the next
+    /// is kept with its parse.
     fn start(
         &self,
         py: Python<'_>,
@@ -137,6 +141,19 @@ impl PyIntakeCache {
         let Some(key) = py.detach(|| self.key(&body, owner, kind)) else {
             return Ok(None);
         };
+        let seen = self
+            .cache
+            .get(key)
+            .is_some_and(|entry| entry.parsed.is_none());
+        if !seen {
+            return Ok(Some(PyIntakeTurn {
+                cache: Arc::clone(&self.cache),
+                key,
+                previous: None,
+                reused: 0,
+                pending: Mutex::new(Some((body, None))),
+            }));
+        }
         let kept = match kind {
             Protocol::Chat => request
                 .cast::<PyChatCompletionRequest>()?
@@ -152,7 +169,7 @@ impl PyIntakeCache {
             key,
             previous: None,
             reused: 0,
-            pending: Mutex::new(Some((body, kept))),
+            pending: Mutex::new(Some((body, Some(kept)))),
         }))
     }
 
@@ -198,7 +215,7 @@ pub struct PyIntakeTurn {
     key: u64,
     previous: Option<Py<PyEncodedPrompt>>,
     reused: usize,
-    pending: Mutex<Option<(PyBackedBytes, Kept)>>,
+    pending: Mutex<Option<(PyBackedBytes, Option<Kept>)>>,
 }
 
 #[pymethods]
@@ -228,11 +245,13 @@ impl PyIntakeTurn {
             return false;
         };
         // The conversation the prompt holds is about as large as the messages' text.
-        let cost = body.len() + 2 * kept.approx_bytes() + prompt.get().approx_bytes();
+        let cost = body.len()
+            + kept.as_ref().map_or(0, |kept| {
+                2 * kept.approx_bytes() + prompt.get().approx_bytes()
+            });
         let entry = Entry {
             body,
-            kept,
-            prompt: prompt.unbind(),
+            parsed: kept.map(|kept| (kept, prompt.unbind())),
         };
         self.cache.put(self.key, entry, cost)
     }

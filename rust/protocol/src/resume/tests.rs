@@ -111,32 +111,56 @@ fn named_edits() {
             Some(2),
         ),
     ];
+    // The first message made long, as an agent's instructions are: a body reusing less than
+    // half of itself is parsed cold.
+    let long = |body: &str| {
+        body.replace(
+            r#""content":"s""#,
+            &format!(r#""content":"{}""#, "s".repeat(400)),
+        )
+    };
     for (name, next, want) in cases {
-        assert_eq!(check::<Chat>(BASE, next, PARSER_DEPTH), *want, "{name}");
+        assert_eq!(
+            check::<Chat>(&long(BASE), &long(next), PARSER_DEPTH),
+            *want,
+            "{name}"
+        );
     }
+    let grown = BASE.replace(
+        "}],",
+        &format!(r#"}},{{"role":"user","content":"{}"}}],"#, "x".repeat(200)),
+    );
+    assert_eq!(
+        check::<Chat>(BASE, &grown, PARSER_DEPTH),
+        None,
+        "less than half reused"
+    );
 }
 
 #[test]
 fn a_new_message_too_deep_in_the_body_is_left_to_the_cold_parse() {
     type Anthropic = messages::wire::MessagesRequest;
-    let earlier = r#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}"#;
+    let hi = "hi ".repeat(200);
+    let earlier = format!(
+        r#"{{"model":"m","max_tokens":5,"messages":[{{"role":"user","content":"{hi}"}},{{"role":"assistant","content":"yo"}}]}}"#
+    );
     // A tool call whose input holds arrays nested `extra` deep: the body nests `6 + extra`
     // deep (object, messages, message, content, block, input).
     let with = |extra: usize| {
         let deep = format!("{}{}", "[".repeat(extra), "]".repeat(extra));
         format!(
-            r#"{{"model":"m","max_tokens":5,"messages":[{{"role":"user","content":"hi"}},{{"role":"assistant","content":"yo"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"f","input":{{"a":{deep}}}}}]}}]}}"#
+            r#"{{"model":"m","max_tokens":5,"messages":[{{"role":"user","content":"{hi}"}},{{"role":"assistant","content":"yo"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"f","input":{{"a":{deep}}}}}]}}]}}"#
         )
     };
     for limit in [8, 40, PARSER_DEPTH] {
         let at_limit = limit - 6;
         assert_eq!(
-            check::<Anthropic>(earlier, &with(at_limit), limit),
+            check::<Anthropic>(&earlier, &with(at_limit), limit),
             Some(2),
             "{limit}"
         );
         assert_eq!(
-            check::<Anthropic>(earlier, &with(at_limit + 1), limit),
+            check::<Anthropic>(&earlier, &with(at_limit + 1), limit),
             None,
             "{limit}"
         );
@@ -255,9 +279,10 @@ fn property<W: Wire + std::fmt::Debug>(anthropic: bool, seed: u64) -> (usize, us
     for _ in 0..5000 {
         let head: Vec<String> = (0..rng.below(2)).map(|_| field(&mut rng)).collect();
         let tail: Vec<String> = (0..rng.below(3)).map(|_| field(&mut rng)).collect();
-        let messages: Vec<String> = (0..2 + rng.below(4))
-            .map(|_| message(&mut rng, anthropic))
-            .collect();
+        // An agent's long opening, so that most edits keep over half of the body.
+        let opening = format!(r#"{{"role":"user","content":"{}"}}"#, "go ".repeat(300));
+        let mut messages = vec![opening];
+        messages.extend((0..1 + rng.below(4)).map(|_| message(&mut rng, anthropic)));
         let earlier = body(&mut rng, &head, &messages, &tail);
         let valid = cold::<W>(earlier.as_bytes(), PARSER_DEPTH).is_some();
         if !valid {
@@ -271,7 +296,7 @@ fn property<W: Wire + std::fmt::Debug>(anthropic: bool, seed: u64) -> (usize, us
                 next_messages.extend((0..1 + rng.below(3)).map(|_| message(&mut rng, anthropic)))
             }
             2 => {
-                let at = rng.below(next_messages.len());
+                let at = 1 + rng.below(next_messages.len() - 1);
                 next_messages[at] = message(&mut rng, anthropic);
             }
             3 => {
