@@ -112,17 +112,11 @@ impl PyIntakeCache {
             Parsed::Chat(r) => Py::new(py, PyChatCompletionRequest::from_request(r))?.into_any(),
             Parsed::Messages(r) => Py::new(py, PyMessagesRequest::from_request(r))?.into_any(),
         };
-        let turn = PyIntakeTurn {
-            cache: Arc::clone(&self.cache),
-            key,
-            previous: entry
-                .parsed
-                .as_ref()
-                .map(|(_, prompt)| prompt.clone_ref(py)),
-            reused: kept.reused_messages(),
-            pending: Mutex::new(Some((body, Some(kept)))),
-        };
-        Ok(Some((request, turn)))
+        let previous = entry
+            .parsed
+            .as_ref()
+            .map(|(_, prompt)| prompt.clone_ref(py));
+        Ok(Some((request, self.turn(key, body, Some(kept), previous))))
     }
 
     /// The turn to keep for `request`, parsed cold from `body`: `None` when the body is not
@@ -146,13 +140,7 @@ impl PyIntakeCache {
             .get(key)
             .is_some_and(|entry| entry.parsed.is_none());
         if !seen {
-            return Ok(Some(PyIntakeTurn {
-                cache: Arc::clone(&self.cache),
-                key,
-                previous: None,
-                reused: 0,
-                pending: Mutex::new(Some((body, None))),
-            }));
+            return Ok(Some(self.turn(key, body, None, None)));
         }
         let kept = match kind {
             Protocol::Chat => request
@@ -164,13 +152,7 @@ impl PyIntakeCache {
                 .get()
                 .read(|r| py.detach(|| r.keep(&body)))?,
         };
-        Ok(kept.map(|kept| PyIntakeTurn {
-            cache: Arc::clone(&self.cache),
-            key,
-            previous: None,
-            reused: 0,
-            pending: Mutex::new(Some((body, Some(kept)))),
-        }))
+        Ok(kept.map(|kept| self.turn(key, body, Some(kept), None)))
     }
 
     /// The bytes the kept conversations cost (estimated: body, parse, conversation, prompt).
@@ -198,6 +180,23 @@ impl PyIntakeCache {
 }
 
 impl PyIntakeCache {
+    /// The turn that keeps `body` under `key` (with `kept`, its parse, unless kept alone).
+    fn turn(
+        &self,
+        key: u64,
+        body: PyBackedBytes,
+        kept: Option<Kept>,
+        previous: Option<Py<PyEncodedPrompt>>,
+    ) -> PyIntakeTurn {
+        PyIntakeTurn {
+            cache: Arc::clone(&self.cache),
+            key,
+            previous,
+            reused: kept.as_ref().map_or(0, Kept::reused_messages),
+            pending: Mutex::new(Some((body, kept))),
+        }
+    }
+
     fn key(&self, body: &[u8], owner: &str, kind: Protocol) -> Option<u64> {
         if body.len() < MIN_BODY_BYTES || self.cache.budget() == 0 {
             return None;
