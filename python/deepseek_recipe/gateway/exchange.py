@@ -167,8 +167,13 @@ class Exchange:
             if self.record.first_output is not None:
                 self.record.stage("stream", self.record.first_output, time.perf_counter())
             # The request ends once its helpers have (the pump closing the engine's stream).
-            await asyncio.wait((self._pump_task, self._watch_task))
-            for task in (self._pump_task, self._watch_task):
+            helpers = (self._pump_task, self._watch_task)
+            await asyncio.wait(helpers)
+            # A finished task keeps its cancellation, whose traceback holds the task's frame and
+            # so this exchange: let go of the tasks, or the request lives on until the next
+            # garbage collection.
+            self._responder = self._pump_task = self._watch_task = None
+            for task in helpers:
                 if not task.cancelled() and task.exception() is not None:  # a bug of ours: say so
                     logger.error(
                         "request %s: %s failed", self.record.request_id, task.get_name(), exc_info=task.exception()
