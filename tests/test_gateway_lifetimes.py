@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
@@ -145,3 +148,16 @@ def test_a_request_whose_client_leaves_leaves_no_cycles(frontend: Frontend, coll
 
     asyncio.run(main())
 
+
+def test_a_gateway_process_freezes_its_startup_objects() -> None:
+    """The worker processes' factory (as ``serve``) freezes what exists once the app is built,
+    so the collector's full passes skip it (in a process of its own: freezing is global)."""
+    script = (
+        "import gc; from deepseek_recipe.gateway.app import app_from_env; "
+        "before = gc.get_freeze_count(); app_from_env(); print(before, gc.get_freeze_count())"
+    )
+    env = {**os.environ, "DEEPSEEK_RECIPE_STORE": "memory", "DEEPSEEK_RECIPE_BACKEND": "demo"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    before, after = map(int, out.stdout.split())
+    assert before == 0 and after > 10_000, out.stdout

@@ -167,7 +167,7 @@ def run_gateway(settings: Any) -> None:
     import uvicorn
 
     from deepseek_recipe.gateway import create_app
-    from deepseek_recipe.gateway.server import uvicorn_options, warnings_at_start
+    from deepseek_recipe.gateway.server import freeze_startup_objects, uvicorn_options, warnings_at_start
 
     common: dict[str, Any] = {
         "host": settings.host,
@@ -184,6 +184,7 @@ def run_gateway(settings: Any) -> None:
             app = create_app(settings)
         except (OSError, RuntimeError, ValueError) as error:
             raise CliError(f"cannot start: {error}", status=1) from None
+        freeze_startup_objects()
         uvicorn.run(app, **common)
         return
     # Worker processes build their app from the environment; metrics are aggregated on disk.

@@ -626,5 +626,11 @@ async def _lifespan_step(step: str, work: Callable[[], Awaitable[None]]) -> Mess
 
 
 def app_from_env() -> Gateway:
-    """The app for ``uvicorn --factory`` worker processes: settings from the environment."""
-    return create_app(GatewaySettings())
+    """The app for ``uvicorn --factory`` worker processes: settings from the environment. The
+    process is the gateway's: what it holds once the app is built is frozen for the garbage
+    collector (``server.freeze_startup_objects``)."""
+    from deepseek_recipe.gateway.server import freeze_startup_objects
+
+    app = create_app(GatewaySettings())
+    freeze_startup_objects()
+    return app

@@ -19,6 +19,7 @@ The body's deadline (``body_timeout``) and the concurrency limit are the gateway
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -156,6 +157,20 @@ def warnings_at_start(settings: GatewaySettings) -> list[str]:
         f"listening on {settings.host} with no API key: anyone who can reach port {settings.port} "
         "can use the engine (set --api-keys or DEEPSEEK_RECIPE_API_KEYS)"
     ]
+
+
+def freeze_startup_objects() -> None:
+    """Move every object alive now (modules, settings, the app and its tables) out of the
+    cycle collector's reach, for a process that serves the gateway and nothing else.
+
+    Python's oldest-generation collection walks every container in the process; with the
+    gateway's ~56,000 startup objects and its tokenizer's tables it took about 30 ms, paid by
+    whichever request allocated at the wrong moment. Objects made at startup live as long as
+    the process, so none of them is ever garbage; frozen, they are skipped (``gc.freeze``).
+    Called by ``serve`` and :func:`~deepseek_recipe.gateway.app.app_from_env` once the app is
+    built; an app embedded in another server is left to its host's choice."""
+    gc.collect()
+    gc.freeze()
 
 
 def __getattr__(name: str) -> Any:
