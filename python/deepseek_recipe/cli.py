@@ -145,8 +145,7 @@ def _webui(argv: Sequence[str]) -> int:
     if settings.backend != "demo":
         raise CliError("webui runs the demo engine; to see the page in front of real engines, use serve")
     settings = settings.model_copy(update={"webui": True})
-    print(f"deepseek-recipe: the page is at http://{settings.host}:{settings.port}/", file=sys.stderr)
-    run_gateway(settings)
+    run_gateway(settings, banner=f"deepseek-recipe: the page is at http://{settings.host}:{settings.port}/")
     return 0
 
 
@@ -160,8 +159,18 @@ def _first_error(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
-def run_gateway(settings: Any) -> None:
-    """Serve ``settings`` with uvicorn until interrupted (several worker processes if asked)."""
+def run_gateway(settings: Any, banner: str | None = None) -> None:
+    """Serve ``settings`` with uvicorn until interrupted (several worker processes if asked),
+    ``banner`` written to stderr first."""
+    from deepseek_recipe.gateway.server import huge_page_tunables
+
+    if (tunables := huge_page_tunables(settings)) is not None:
+        # Before anything else: the process starts again as it was started, with malloc's
+        # tunables (glibc reads them only as a process starts).
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, "GLIBC_TUNABLES": tunables})
+    if banner is not None:
+        print(banner, file=sys.stderr)
+
     import logging.config
 
     import uvicorn

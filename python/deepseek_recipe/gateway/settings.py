@@ -58,6 +58,11 @@ class GatewaySettings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="address to listen on")
     port: int = Field(default=8000, ge=0, le=65535, description="port to listen on")
     workers: int = Field(default=1, ge=1, description="server processes (each loads the tokenizer once)")
+    huge_pages: bool = Field(
+        default=True,
+        description="serve (on Linux with glibc) starts itself again with GLIBC_TUNABLES asking malloc for "
+        "transparent huge pages in one arena, unless GLIBC_TUNABLES is already set",
+    )
     shutdown_grace: float = Field(
         default=30.0,
         ge=0,
