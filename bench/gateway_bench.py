@@ -20,7 +20,11 @@ measures:
   (``intake_cache_bytes`` 0: what a turn costs that reuses nothing), then two turns off the
   growing path: an early message edited, and another conversation of the same size;
 - the intake cache alone, in this process: the heap only it holds per ~300k-token conversation
-  against what it counts, and 10,000 conversations under the default cap.
+  against what it counts, and 10,000 conversations under the default cap;
+- a turn after a pause, in processes of their own: a growing turn's preparation in a worker
+  thread after 0, 0.1 and 1 s of waiting, with and without the huge pages ``serve`` asks malloc
+  for, beside the new text encoded alone and one pass over the previous body after the same
+  pause.
 
 Both also go through a relay: the gateway's server (uvicorn with its protocol settings) and
 engine connection with no work between them, sending the engine the request the bench made
@@ -759,6 +763,119 @@ def intake_phase(report: Report, args: argparse.Namespace, frontend: Any) -> Non
     )
 
 
+PAUSES = (0.0, 0.1, 1.0)
+
+
+def pause_probe(pause: float, rounds: int) -> None:
+    """(Run as a subprocess: ``--pause-probe``.) Growing ~300k-token Chat turns prepared as the
+    gateway prepares them (``Intake.encode`` in a worker thread), each after ``pause`` seconds,
+    through an intake with the cache and one without, in turn; then, after the same pause, the
+    new turn's text encoded alone and one pass over the previous body. Prints medians (ms) as
+    JSON."""
+    import threading
+
+    import workloads
+    from deepseek_recipe.frontend import Frontend
+    from deepseek_recipe.gateway.intake import Intake
+    from deepseek_recipe.gateway.settings import GatewaySettings
+
+    frontend = Frontend()
+    encoding = frontend.encoding(frontend.options.model_versions_by_name[MODEL])
+    conv = workloads.make_conversation(20261201, 300_000)
+    steps = len(conv.steps)
+    warm = 3  # the first bodies of a conversation are kept, not resumed (docs/gateway.md)
+    bodies = [
+        json.dumps(workloads.to_chat(workloads.truncated(conv, steps - rounds - warm + k), {"stream": True}))
+        for k in range(rounds + warm)
+    ]
+    prompts = [
+        encoding.render_conversation(frontend.prepare("chat", b.encode()).request.conversation).prompt for b in bodies
+    ]
+    gates = {
+        "cache": Intake(GatewaySettings(store="none"), frontend),
+        "no_cache": Intake(GatewaySettings(store="none", intake_cache_bytes=0), frontend),
+    }
+    times: dict[str, list[float]] = {"cache": [], "no_cache": [], "new_text": [], "pass": []}
+
+    def timed(name: str, k: int, call: Any, *args: Any) -> None:
+        time.sleep(pause)
+        start = time.perf_counter()
+        call(*args)
+        if k >= warm:
+            times[name].append((time.perf_counter() - start) * 1e3)
+
+    def run() -> None:
+        for k, text in enumerate(bodies):
+            raw = text.encode()
+            for name in ["cache", "no_cache"][:: 1 if k % 2 else -1]:
+                timed(name, k, gates[name].encode, "chat", raw, None, "bench")
+            if k == 0:
+                continue
+            common = len(os.path.commonprefix([prompts[k - 1], prompts[k]]))  # noqa: RUF071
+            fresh = prompts[k][common:] + f" {pause} {k}"  # never seen by the tokenizer's caches
+            timed("new_text", k, frontend.tokenizer.encode_ordinary, fresh)
+            previous = bodies[k - 1].encode()
+            timed("pass", k, previous.count, b"\0")
+
+    worker = threading.Thread(target=run)  # the gateway prepares long bodies in a worker thread
+    worker.start()
+    worker.join()
+    print(json.dumps({name: statistics.median(values) for name, values in times.items()}))
+
+
+def pause_phase(report: Report, args: argparse.Namespace) -> None:
+    """A turn after a pause: the in-process preparation of a growing turn after 0, 0.1 and 1 s
+    of waiting, with malloc as it comes and as ``serve`` tunes it (huge pages)."""
+    from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES
+
+    rounds = 4 if args.quick else 12
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    rows = []
+    for pause in PAUSES:
+        for tunables in (None, HUGE_PAGE_TUNABLES):
+            out = subprocess.run(
+                [sys.executable, __file__, "--pause-probe", str(pause), str(rounds)],
+                env={**env, "GLIBC_TUNABLES": tunables} if tunables else env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            rows.append({"pause": pause, "huge_pages": tunables is not None, **json.loads(out.stdout)})
+    report.figures["pause"] = rows
+    report.start("pause")
+    report.add("#### A turn after a pause (in process, a worker thread, ~300k-token Chat turns)")
+    report.add()
+    report.add(
+        f"Each growing turn prepared (`Intake.encode`) after a pause, medians of {rounds}; the new turn's text "
+        "encoded alone and one pass over the previous body (`bytes.count`) after the same pause. Huge pages: "
+        f"`GLIBC_TUNABLES={HUGE_PAGE_TUNABLES}`, as `serve` sets it."
+    )
+    report.add()
+    report.add(
+        "| pause s | huge pages | prepare, intake cache ms | prepare, no cache ms | new text alone ms "
+        "| pass over the previous body ms |"
+    )
+    report.add("|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        report.add(
+            f"| {row['pause']:g} | {'yes' if row['huge_pages'] else 'no'} | {row['cache']:.2f} | {row['no_cache']:.2f} "
+            f"| {row['new_text']:.2f} | {row['pass']:.2f} |"
+        )
+    report.add()
+    # The issue's measure of a growing turn (at most 3x encoding the new text alone, plus a pass
+    # over the body), with both sides taken in the same state: after the same pause, as serve runs.
+    for row in rows:
+        if not row["huge_pages"]:
+            continue
+        bound = 3 * row["new_text"] + row["pass"]
+        verdict = "within" if row["cache"] <= bound else "over"
+        report.add(
+            f"- after {row['pause']:g} s: preparing the turn took {row['cache']:.2f} ms, "
+            f"{row['cache'] / row['new_text']:.1f}x encoding its new text alone after the same pause; "
+            f"3x that plus a pass over the body is {bound:.2f} ms ({verdict})."
+        )
+
+
 def ten_below_litellm(report: Report, key: str, what: str, ours: float, theirs: float, extra: str = "") -> None:
     """The target of being at least 10x below LiteLLM's added time, reported and recorded."""
     below = theirs / ours
@@ -779,7 +896,7 @@ def main() -> int:
     parser.add_argument(
         "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
     )
-    parser.add_argument("--only", default="small,agent,intake", help="phases: small,agent,intake")
+    parser.add_argument("--only", default="small,agent,intake,pause", help="phases: small,agent,intake,pause")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
         "--slow", action="store_true", help="small requests on one core (all pinned to CPU 1, CPU 0 kept busy)"
@@ -789,12 +906,16 @@ def main() -> int:
     parser.add_argument("--serve-engine", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-relay", type=int, nargs=2, help=argparse.SUPPRESS)  # its port, the engine's
     parser.add_argument("--script", help=argparse.SUPPRESS)
+    parser.add_argument("--pause-probe", type=float, nargs=2, help=argparse.SUPPRESS)  # the pause, rounds
     args = parser.parse_args()
     if args.serve_engine:
         serve_engine(args.serve_engine, args.script)
         return 0
     if args.serve_relay:
         serve_relay(*args.serve_relay, args.script)
+        return 0
+    if args.pause_probe:
+        pause_probe(args.pause_probe[0], int(args.pause_probe[1]))
         return 0
     # Compared unresolved: a virtualenv's python is a link to the system's.
     if Path(sys.executable).absolute() != Path(args.project_python).absolute():
@@ -913,6 +1034,8 @@ def run(args: argparse.Namespace) -> int:
                     agent_phase(report, args, frontend, ports, "messages")
                 if "intake" in args.only:
                     intake_phase(report, args, frontend)
+                if "pause" in args.only:
+                    pause_phase(report, args)
             finally:
                 if litellm_ctx is not None:
                     litellm_ctx.__exit__(None, None, None)
