@@ -567,8 +567,12 @@ def agent_phase(
             theirs = asyncio.run(latencies(ports["litellm"], path, [raw_bytes]))[0]
             engine_chat = asyncio.run(latencies(ports["engine"], path, [raw_bytes]))[0]
             litellm_added = (theirs.total - engine_chat.total) * 1e3
-        # The new turn's text alone, encoded fresh (it was never seen by this process's caches).
+        # The new turn's text alone, encoded fresh (it was never seen by this process's caches),
+        # right after text seen before (the turn's last 4,000 characters before it) is encoded:
+        # the tokenizer's tables are then in the caches, as back to back, whatever this process
+        # waited for since (its cost after a pause is the "pause" phase's).
         fresh = prompt[common:] + f" {k}"
+        frontend.tokenizer.encode_ordinary(prompt[max(0, common - 4000) : common])
         start = time.perf_counter()
         frontend.tokenizer.encode_ordinary(fresh)
         new_turn = time.perf_counter() - start
