@@ -181,8 +181,8 @@ HUGE_PAGE_TUNABLES = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1"
 arena, which worker threads then share: a ~300k-token agent turn's work touches megabytes of
 state kept since the last turn, and on a virtual machine whose page-table caches went cold
 while the process waited, each 4 KiB page of it costs a walk. Measured with a second's pause
-between turns (``bench/gateway_bench.py``'s ``cold`` rows): about a third less time to prepare
-a turn; without the pause it changes nothing."""
+between turns (``bench/gateway_bench.py``'s ``pause`` phase): from a sixth to two thirds less
+time to prepare a turn, depending on the moment; back to back it changes nothing."""
 
 
 def huge_page_tunables(settings: GatewaySettings) -> str | None:
