@@ -166,10 +166,18 @@ impl Encoder {
                 }
                 _ => None,
             };
-            let base = previous.map(|p| &p.ids).or(stored.as_ref());
+            // The bytes the render copied from the previous prompt are its ids' text too.
+            let (base, same_bytes) = match previous {
+                Some(previous) => (Some(&previous.ids), rendered.reused_bytes()),
+                None => (stored.as_ref(), 0),
+            };
             let prompt = rendered.prompt();
-            let ids =
-                tokenizer.encode_prompt_ids_after(&prompt.prompt, &prompt.special_ranges, base)?;
+            let ids = tokenizer.encode_prompt_ids_extending(
+                &prompt.prompt,
+                &prompt.special_ranges,
+                base,
+                same_bytes,
+            )?;
             Ok(crate::stored::PyEncodedPrompt { rendered, ids })
         })
         .map_err(errors::tokenize)

@@ -186,7 +186,13 @@ impl Encoded {
 
     /// How many leading specials (with the gaps before them) `prompt` shares with this
     /// one, if more than `at_least` (the bytes are compared only then).
-    fn shared_specials(&self, prompt: &str, ranges: &[Range<usize>], at_least: usize) -> usize {
+    fn shared_specials(
+        &self,
+        prompt: &str,
+        ranges: &[Range<usize>],
+        at_least: usize,
+        same_bytes: usize,
+    ) -> usize {
         let same_ranges = self.same_ranges(ranges, usize::MAX);
         if same_ranges <= at_least {
             return 0;
@@ -195,7 +201,7 @@ impl Encoded {
             .checked_sub(1)
             .and_then(|last| self.range(last))
             .map_or(0, |range| range.end);
-        let common = self.common_bytes(prompt.as_bytes(), 0, end);
+        let common = self.common_bytes(prompt.as_bytes(), same_bytes.min(end), end);
         // The ranges are ascending: those ending within the common bytes come first.
         ranges
             .get(..same_ranges)
@@ -370,9 +376,20 @@ impl Encoded {
         Self::whole(prompt, ranges, ids, special_ends, true)
     }
 
-    /// How many leading specials (with the gaps before them) `prompt` shares with this one.
-    pub(crate) fn shared_with(&self, prompt: &str, ranges: &[Range<usize>]) -> usize {
-        self.shared_specials(prompt, ranges, 0)
+    /// How many leading specials (with the gaps before them) `prompt` shares with this one,
+    /// its first `same_bytes` bytes known to be this entry's (not compared again).
+    pub(crate) fn shared_with(
+        &self,
+        prompt: &str,
+        ranges: &[Range<usize>],
+        same_bytes: usize,
+    ) -> usize {
+        debug_assert_eq!(
+            self.common_bytes(prompt.as_bytes(), 0, same_bytes),
+            same_bytes.min(self.len()).min(prompt.len()),
+            "the caller's known-same bytes differ"
+        );
+        self.shared_specials(prompt, ranges, 0, same_bytes)
     }
 
     /// Append the ids as JSON, each followed by a comma (see [`IdsJson`]).
@@ -471,7 +488,7 @@ impl PrefixCache {
         let mut best: Option<(Arc<Encoded>, usize)> = None;
         for entry in entries.into_iter().rev() {
             let at_least = best.as_ref().map_or(0, |(_, shared)| *shared);
-            let shared = entry.shared_specials(prompt, ranges, at_least);
+            let shared = entry.shared_specials(prompt, ranges, at_least, 0);
             if shared > at_least {
                 best = Some((entry, shared));
             }

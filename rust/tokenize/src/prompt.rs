@@ -136,11 +136,28 @@ impl Tokenizer {
         special_ranges: &[Range<usize>],
         base: Option<&PromptIds>,
     ) -> Result<PromptIds, TokenizeError> {
+        self.encode_prompt_ids_extending(prompt, special_ranges, base, 0)
+    }
+
+    /// [`Tokenizer::encode_prompt_ids_after`] for a caller that knows `prompt`'s first
+    /// `same_bytes` bytes to be `base`'s (it copied them from the text `base` was encoded
+    /// from): those bytes are not compared again, a pass over cold memory saved on a long
+    /// conversation. The ids are the same whatever `same_bytes` a truthful caller passes.
+    pub fn encode_prompt_ids_extending(
+        &self,
+        prompt: &str,
+        special_ranges: &[Range<usize>],
+        base: Option<&PromptIds>,
+        same_bytes: usize,
+    ) -> Result<PromptIds, TokenizeError> {
         let (reused, keep) = match base {
             Some(base) => {
                 let reused = base
                     .entry()
-                    .map(|entry| (Arc::clone(entry), entry.shared_with(prompt, special_ranges)))
+                    .map(|entry| {
+                        let shared = entry.shared_with(prompt, special_ranges, same_bytes);
+                        (Arc::clone(entry), shared)
+                    })
                     .filter(|(_, shared)| *shared > 0);
                 (reused, Keep::Always)
             }

@@ -103,6 +103,79 @@ fn turns_encoded_after_the_last_one_equal_fresh_encodes() {
 }
 
 #[test]
+fn a_caller_that_knows_the_shared_bytes_gets_the_same_ids() {
+    let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
+    for seed in 20..24u64 {
+        let mut previous: Option<(String, PromptIds)> = None;
+        for turns in 1..20usize {
+            let last = if turns.is_multiple_of(3) {
+                " other ending"
+            } else {
+                ""
+            };
+            let (text, ranges) = prompt(seed, turns, last);
+            // What a render that copied the earlier prompt knows: any length up to the bytes
+            // both share (all of them, none, and some in between).
+            let shared = previous.as_ref().map_or(0, |(before, _)| {
+                before
+                    .bytes()
+                    .zip(text.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            });
+            for same_bytes in [shared, 0, shared / 2] {
+                let ids = tokenizer
+                    .encode_prompt_ids_extending(
+                        &text,
+                        &ranges,
+                        previous.as_ref().map(|(_, ids)| ids),
+                        same_bytes,
+                    )
+                    .unwrap();
+                check(
+                    &tokenizer,
+                    &ids,
+                    &text,
+                    &ranges,
+                    &format!("seed {seed}, turn {turns}, {same_bytes} of {shared} bytes known"),
+                );
+            }
+            let ids = tokenizer
+                .encode_prompt_ids_extending(
+                    &text,
+                    &ranges,
+                    previous.as_ref().map(|(_, ids)| ids),
+                    shared,
+                )
+                .unwrap();
+            // The same prompt with one letter changed in its middle, before specials that stay
+            // where they were: only the bytes before the change are known to be shared.
+            let middle = text.len() / 2;
+            if let Some(at) = text
+                .match_indices("quick")
+                .map(|(i, _)| i)
+                .find(|&i| i >= middle)
+            {
+                let edited = format!("{}quack{}", &text[..at], &text[at + 5..]);
+                for same_bytes in [at, at / 2] {
+                    let after_edit = tokenizer
+                        .encode_prompt_ids_extending(&edited, &ranges, Some(&ids), same_bytes)
+                        .unwrap();
+                    check(
+                        &tokenizer,
+                        &after_edit,
+                        &edited,
+                        &ranges,
+                        &format!("seed {seed}, turn {turns}, edited at {at}, {same_bytes} known"),
+                    );
+                }
+            }
+            previous = Some((text, ids));
+        }
+    }
+}
+
+#[test]
 fn ids_read_back_from_storage_extend_like_the_originals() {
     let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
     for seed in 10..14u64 {
