@@ -102,6 +102,28 @@ fn turns_encoded_after_the_last_one_equal_fresh_encodes() {
     }
 }
 
+/// `text` encoded after `base`, its first `same_bytes` bytes claimed to be `base`'s, checked
+/// against a fresh encode.
+fn extended(
+    tokenizer: &Tokenizer,
+    (text, ranges): (&str, &[Range<usize>]),
+    base: Option<&PromptIds>,
+    same_bytes: usize,
+    what: &str,
+) -> PromptIds {
+    let ids = tokenizer
+        .encode_prompt_ids_extending(text, ranges, base, same_bytes)
+        .unwrap();
+    check(
+        tokenizer,
+        &ids,
+        text,
+        ranges,
+        &format!("{what}, {same_bytes} bytes known"),
+    );
+    ids
+}
+
 #[test]
 fn a_caller_that_knows_the_shared_bytes_gets_the_same_ids() {
     let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
@@ -114,40 +136,21 @@ fn a_caller_that_knows_the_shared_bytes_gets_the_same_ids() {
                 ""
             };
             let (text, ranges) = prompt(seed, turns, last);
+            let what = format!("seed {seed}, turn {turns}");
             // What a render that copied the earlier prompt knows: any length up to the bytes
-            // both share (all of them, none, and some in between).
-            let shared = previous.as_ref().map_or(0, |(before, _)| {
-                before
-                    .bytes()
-                    .zip(text.bytes())
-                    .take_while(|(a, b)| a == b)
-                    .count()
-            });
-            for same_bytes in [shared, 0, shared / 2] {
-                let ids = tokenizer
-                    .encode_prompt_ids_extending(
-                        &text,
-                        &ranges,
-                        previous.as_ref().map(|(_, ids)| ids),
-                        same_bytes,
-                    )
-                    .unwrap();
-                check(
-                    &tokenizer,
-                    &ids,
-                    &text,
-                    &ranges,
-                    &format!("seed {seed}, turn {turns}, {same_bytes} of {shared} bytes known"),
-                );
+            // both share (none, some, and all of them: that one is the next base).
+            let (before, base) = previous
+                .as_ref()
+                .map_or(("", None), |(t, ids)| (t.as_str(), Some(ids)));
+            let shared = before
+                .bytes()
+                .zip(text.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            for same_bytes in [0, shared / 2] {
+                extended(&tokenizer, (&text, &ranges), base, same_bytes, &what);
             }
-            let ids = tokenizer
-                .encode_prompt_ids_extending(
-                    &text,
-                    &ranges,
-                    previous.as_ref().map(|(_, ids)| ids),
-                    shared,
-                )
-                .unwrap();
+            let ids = extended(&tokenizer, (&text, &ranges), base, shared, &what);
             // The same prompt with one letter changed in its middle, before specials that stay
             // where they were: only the bytes before the change are known to be shared.
             let middle = text.len() / 2;
@@ -157,16 +160,14 @@ fn a_caller_that_knows_the_shared_bytes_gets_the_same_ids() {
                 .find(|&i| i >= middle)
             {
                 let edited = format!("{}quack{}", &text[..at], &text[at + 5..]);
-                for same_bytes in [at, at / 2] {
-                    let after_edit = tokenizer
-                        .encode_prompt_ids_extending(&edited, &ranges, Some(&ids), same_bytes)
-                        .unwrap();
-                    check(
+                for same_bytes in [at / 2, at] {
+                    let what = format!("{what}, edited at {at}");
+                    extended(
                         &tokenizer,
-                        &after_edit,
-                        &edited,
-                        &ranges,
-                        &format!("seed {seed}, turn {turns}, edited at {at}, {same_bytes} known"),
+                        (&edited, &ranges),
+                        Some(&ids),
+                        same_bytes,
+                        &what,
                     );
                 }
             }
