@@ -1,7 +1,7 @@
 """The gateway's added cost over calling the engine directly, measured in one run.
 
     python3 bench/gateway_bench.py [--quick] [--no-record] [--project-python PATH]
-                                   [--litellm-python PATH] [--only small,agent,intake] [--slow]
+                                   [--litellm-python PATH] [--only small,agent,paced,intake,pause] [--slow]
 
 Four servers run in processes of their own on loopback: a fake token-id engine (vLLM's
 ``/v1/completions`` with ``return_token_ids``, and ``/v1/chat/completions`` for LiteLLM), this
@@ -19,6 +19,8 @@ measures:
   Messages bodies, each also through a second gateway without the intake cache
   (``intake_cache_bytes`` 0: what a turn costs that reuses nothing), then two turns off the
   growing path: an early message edited, and another conversation of the same size;
+- the same growing turn paced like an agent (one second between turns, another conversation)
+  through two more gateways that differ only in malloc's huge pages (``huge_pages``);
 - the intake cache alone, in this process: the heap only it holds per ~300k-token conversation
   against what it counts, and 10,000 conversations under the default cap;
 - a turn after a pause, in processes of their own: a growing turn's preparation in a worker
@@ -54,7 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -767,6 +769,69 @@ def intake_phase(report: Report, args: argparse.Namespace, frontend: Any) -> Non
     )
 
 
+PACE = 1.0
+"""Seconds between an agent's turns in the paced phase (a model's answer takes longer)."""
+
+
+def paced_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
+    """Growing Chat turns of another ~300k-token conversation, one every ``PACE`` seconds as an
+    agent sends them, through two gateways that differ only in malloc's huge pages (``serve``'s
+    default, and ``huge_pages`` false), taking turns going first."""
+    import workloads
+    from deepseek_recipe.backends import GenerationRequest
+    from deepseek_recipe.backends.completions import CompletionsBackend
+
+    target = 60_000 if args.quick else 300_000
+    rounds = 4 if args.quick else 12
+    conv = workloads.make_conversation(20261202, target)  # new to both gateways
+    steps = len(conv.steps)
+    backend = CompletionsBackend("http://unused")
+    which_gateways = {"huge pages": "gateway_paced", "4 KiB pages": "gateway_small_pages"}
+    added: dict[str, list[float]] = {name: [] for name in which_gateways}
+    cpu: dict[str, float] = dict.fromkeys(which_gateways, 0.0)
+    warm = 3  # a conversation's first bodies are kept, not resumed
+    for k in range(rounds + warm):
+        raw = json.dumps(to_chat_body(workloads, conv, steps - rounds - warm + k), ensure_ascii=False).encode()
+        prepared = frontend.prepare("chat", raw)
+        direct_body = backend.body(GenerationRequest.from_prepared(prepared, "bench"))
+        for name in list(which_gateways)[:: 1 if k % 2 else -1]:
+            port = ports[which_gateways[name]]
+            time.sleep(PACE)
+            before = cpu_seconds(port)
+            timing = asyncio.run(latencies(port, PATHS["chat"], [raw]))[0]
+            if k >= warm:
+                cpu[name] += cpu_seconds(port) - before
+                direct = median_total(
+                    asyncio.run(latencies(ports["engine"], "/v1/completions", [direct_body] * REPEATS, gap=REPEAT_GAP))
+                )
+                added[name].append((timing.total - direct) * 1e3)
+    rows = {
+        name: {"added_ms": statistics.median(values), "cpu_ms": cpu[name] / rounds * 1e3, "turns": values}
+        for name, values in added.items()
+    }
+    report.figures["paced"] = rows
+    report.start("paced")
+    report.add(f"#### Growing agent turn paced like an agent (Chat, ~{target // 1000}k tokens, {PACE:g} s apart)")
+    report.add()
+    report.add(
+        f"{rounds} turns of another conversation, each sent {PACE:g} s after the last request, through two "
+        "gateways that differ only in malloc's pages (`huge_pages`), taking turns going first; added over the "
+        "engine's median for the same ids."
+    )
+    report.add()
+    report.add("| gateway | added p50 ms | added min ms | added max ms | gateway CPU per turn ms |")
+    report.add("|---|---:|---:|---:|---:|")
+    for name, row in rows.items():
+        turns = row["turns"]
+        report.add(f"| {name} | {row['added_ms']:.1f} | {min(turns):.1f} | {max(turns):.1f} | {row['cpu_ms']:.1f} |")
+
+
+def to_chat_body(workloads: Any, conv: Any, steps: int) -> dict[str, Any]:
+    """The conversation's first ``steps`` steps as a streamed Chat body."""
+    body: dict[str, Any] = workloads.to_chat(workloads.truncated(conv, steps), {"stream": True})
+    return body
+
+
 PAUSES = (0.0, 0.1, 1.0)
 
 
@@ -900,7 +965,9 @@ def main() -> int:
     parser.add_argument(
         "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
     )
-    parser.add_argument("--only", default="small,agent,intake,pause", help="phases: small,agent,intake,pause")
+    parser.add_argument(
+        "--only", default="small,agent,paced,intake,pause", help="phases: small,agent,paced,intake,pause"
+    )
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
         "--slow", action="store_true", help="small requests on one core (all pinned to CPU 1, CPU 0 kept busy)"
@@ -988,12 +1055,22 @@ def run(args: argparse.Namespace) -> int:
             if "agent" in args.only
             else nullcontext()
         )
+        # The paced turns go to two gateways of their own, one without huge pages.
+        paced: list[Any] = []
+        if "paced" in args.only:
+            for name, env in (("gateway_paced", {}), ("gateway_small_pages", {"DEEPSEEK_RECIPE_HUGE_PAGES": "false"})):
+                ports[name] = free_port()
+                command = [str(ports[name]) if a == str(ports["gateway"]) else a for a in gateway_cmd]
+                paced.append(process(command, ports[name], env=env))
         with (
             process(engine_cmd, ports["engine"]),
             process(gateway_cmd, ports["gateway"]),
             cold_gateway,
             process(relay_cmd, ports["relay"]),
+            ExitStack() as paced_gateways,
         ):
+            for gateway in paced:
+                paced_gateways.enter_context(gateway)
             litellm_ctx: Any = None
             if litellm.exists():
                 ports["litellm"] = free_port()
@@ -1036,6 +1113,8 @@ def run(args: argparse.Namespace) -> int:
                 if "agent" in args.only:
                     agent_phase(report, args, frontend, ports)
                     agent_phase(report, args, frontend, ports, "messages")
+                if "paced" in args.only:
+                    paced_phase(report, args, frontend, ports)
                 if "intake" in args.only:
                     intake_phase(report, args, frontend)
                 if "pause" in args.only:
