@@ -4,13 +4,15 @@ variable."""
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from pathlib import Path
 
 import pytest
 
-from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES
+from deepseek_recipe.gateway import GatewaySettings
+from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES, restart_with_huge_pages
 from tests.ops_support import serve_process
 
 pytestmark = pytest.mark.skipif(
@@ -45,3 +47,21 @@ def test_serve_sets_mallocs_tunables_unless_told_otherwise(
     with serve_process("--store", "none", "--log-requests", "false", env=env) as served:
         # The server answering is the process started (execve keeps its pid), started again.
         assert _tunables(served.process.pid) == (expected.partition(":")[0] if expected else None)
+
+
+def test_a_process_that_cannot_start_again_serves_without_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``execve`` refused (a sandbox, say): a warning, and the gateway serves as it is."""
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    calls: list[tuple[str, list[str], dict[str, str]]] = []
+
+    def refused(path: str, argv: list[str], env: dict[str, str]) -> None:
+        calls.append((path, argv, env))
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "execve", refused)
+    warning = restart_with_huge_pages(GatewaySettings(store="none"))
+    assert warning == ("serving without huge pages: the process could not start itself again (Operation not permitted)")
+    ((path, argv, env),) = calls  # asked once, as the process was started, with the tunables
+    assert (path, argv, env["GLIBC_TUNABLES"]) == (sys.executable, sys.orig_argv, HUGE_PAGE_TUNABLES)
+    assert restart_with_huge_pages(GatewaySettings(store="none", huge_pages=False)) is None
+    assert len(calls) == 1

@@ -162,12 +162,9 @@ def _first_error(error: Exception) -> str:
 def run_gateway(settings: Any, banner: str | None = None) -> None:
     """Serve ``settings`` with uvicorn until interrupted (several worker processes if asked),
     ``banner`` written to stderr first."""
-    from deepseek_recipe.gateway.server import huge_page_tunables
+    from deepseek_recipe.gateway.server import restart_with_huge_pages
 
-    if (tunables := huge_page_tunables(settings)) is not None:
-        # Before anything else: the process starts again as it was started, with malloc's
-        # tunables (glibc reads them only as a process starts).
-        os.execve(sys.executable, sys.orig_argv, {**os.environ, "GLIBC_TUNABLES": tunables})
+    restart_failed = restart_with_huge_pages(settings)  # before anything else is done
     if banner is not None:
         print(banner, file=sys.stderr)
 
@@ -186,7 +183,7 @@ def run_gateway(settings: Any, banner: str | None = None) -> None:
         **uvicorn_options(settings),
     }
     logging.config.dictConfig(common["log_config"])
-    for warning in warnings_at_start(settings):
+    for warning in ([restart_failed] if restart_failed else []) + warnings_at_start(settings):
         logging.getLogger("deepseek_recipe.gateway").warning(warning)
     if settings.workers == 1:
         try:

@@ -196,6 +196,21 @@ def huge_page_tunables(settings: GatewaySettings) -> str | None:
     return HUGE_PAGE_TUNABLES
 
 
+def restart_with_huge_pages(settings: GatewaySettings) -> str | None:
+    """Start this process again as it was started, with :func:`huge_page_tunables` (glibc
+    reads them only as a process starts; ``execve`` keeps the process and its pid). Returns
+    only when it did not: ``None`` when there was nothing to do, else why it could not (a
+    warning; the gateway then serves without huge pages)."""
+    tunables = huge_page_tunables(settings)
+    if tunables is None:
+        return None
+    try:
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, "GLIBC_TUNABLES": tunables})
+    except OSError as error:
+        return f"serving without huge pages: the process could not start itself again ({error.strerror})"
+    return None  # not reached: execve does not return
+
+
 def __getattr__(name: str) -> Any:
     """``EnvHttpProtocol``: the protocol with the limits the environment sets, made when a worker
     process imports it (uvicorn takes the class by name there)."""
