@@ -86,7 +86,10 @@ impl ResponseFormat {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conversation {
-    pub messages: Vec<Message>,
+    /// Shared, not copied: the next turn of a conversation (a stored Responses conversation,
+    /// a Chat body that repeats the last one) reuses the earlier turn's messages, and the
+    /// renderer knows a message it has seen by its address before comparing values.
+    pub messages: Vec<Arc<Message>>,
     pub thinking_mode: bool,
     pub tools: Vec<ToolDefinition>,
     pub tool_choice: ToolChoice,

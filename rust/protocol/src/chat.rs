@@ -16,6 +16,8 @@ mod messages;
 mod tests;
 pub(crate) mod wire;
 
+use std::sync::Arc;
+
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
     Message, ParsingOptions, ReplySettings, ResponseFormat, Role, SpecialToken,
@@ -71,7 +73,10 @@ impl ChatCompletionRequest {
             version,
             image_token: options.special_tokens.get(SpecialToken::Image),
         };
-        let mut messages = messages::convert_messages(w.messages, &ctx)?;
+        let mut messages: Vec<Arc<Message>> = messages::convert_messages(w.messages, &ctx)?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         thinking::apply_reasoning_history_with_tools(
             &mut messages,
             thinking_mode,
@@ -245,7 +250,7 @@ fn requested_tool_choice(choice: Option<ChatCompletionToolChoice>) -> RequestedT
 }
 
 /// §4.6: `json_object` needs the word somewhere in the converted message contents.
-fn check_json_word(messages: &[Message]) -> Result<(), ConversionError> {
+fn check_json_word(messages: &[Arc<Message>]) -> Result<(), ConversionError> {
     if messages
         .iter()
         .any(|m| m.content.to_ascii_lowercase().contains("json"))
@@ -303,7 +308,9 @@ fn tool_name_path(i: usize) -> String {
 
 /// §4.4: `prefix` only on a final assistant message. Returns the thinking stage the prefix
 /// message implies, or `None` without a prefix message.
-fn check_prefix(messages: &[Message]) -> Result<Option<ThinkingInitialStage>, ConversionError> {
+fn check_prefix(
+    messages: &[Arc<Message>],
+) -> Result<Option<ThinkingInitialStage>, ConversionError> {
     let misplaced = messages.iter().rev().skip(1).any(|m| m.prefix);
     if misplaced {
         return Err(ConversionError::new(

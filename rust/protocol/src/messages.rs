@@ -9,6 +9,8 @@ mod pairing;
 mod tests;
 pub(crate) mod wire;
 
+use std::sync::Arc;
+
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
     Message, ModelVersion, ParsingOptions, ResponseFormat, ThinkingInitialStage, ToolChoice,
@@ -101,8 +103,10 @@ impl MessagesRequest {
             }
             context.convert_message(i, message, i + 1 == count, &mut pairing, &mut converted)?;
         }
+        let mut messages: Vec<Arc<Message>> =
+            converted.messages.into_iter().map(Arc::new).collect();
         thinking::apply_reasoning_history_with_tools(
-            &mut converted.messages,
+            &mut messages,
             thinking_mode,
             options.reasoning_content_behavior,
             declares_tools,
@@ -119,8 +123,7 @@ impl MessagesRequest {
                 tools::apply_tool_choice(validated, choice, thinking_mode)?
             }
         };
-        content::retain_remaining_tools(&mut converted, &tools);
-        let messages = converted.messages;
+        content::retain_remaining_tools(&mut messages, &converted.synthetic_systems, &tools);
         let stop_sequences = request.stop_sequences.unwrap_or_default();
         thinking::check_stop_sequences(&stop_sequences)?;
         let tools_active = !tools.is_empty() && tool_choice != ToolChoice::None;

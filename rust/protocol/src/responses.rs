@@ -16,6 +16,7 @@ pub use history::ResponsesHistory;
 pub use state::StateFields;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The echoed scalar settings (`deepseek-model`'s, shared with the reply).
 pub use deepseek_model::ResponsesEcho;
@@ -272,7 +273,7 @@ impl ResponsesRequest {
 /// normalized one when strict).
 fn text_format(
     format: wire::TextFormat,
-    messages: &[Message],
+    messages: &[Arc<Message>],
 ) -> Result<(ResponseFormat, Option<Value>), ConversionError> {
     Ok(match format {
         wire::TextFormat::Text => (ResponseFormat::Text, None),
@@ -303,10 +304,13 @@ fn text_format(
 
 /// Replace the provisional tools of the system messages that announce tools loaded by tool
 /// search with their checked versions (`loaded`, in the same order).
-fn announce_checked_tools(messages: &mut [Message], loaded: &[ToolDefinition]) {
+fn announce_checked_tools(messages: &mut [Arc<Message>], loaded: &[ToolDefinition]) {
     let mut checked = loaded.iter();
-    for message in messages.iter_mut().filter(|m| m.role == Role::System) {
-        if let Some(tools) = message.tools.as_mut() {
+    for message in messages.iter_mut() {
+        if message.role != Role::System || message.tools.is_none() {
+            continue;
+        }
+        if let Some(tools) = Arc::make_mut(message).tools.as_mut() {
             for tool in tools.iter_mut() {
                 if let Some(definition) = checked.next() {
                     *tool = definition.clone();
@@ -322,7 +326,7 @@ fn announce_checked_tools(messages: &mut [Message], loaded: &[ToolDefinition]) {
 /// exists). Earlier ones are filled with `""` like everywhere else. A message with a call whose id
 /// carries the generated `ET` marker counts as having its reasoning.
 fn check_reasoning_returned(
-    messages: &[Message],
+    messages: &[Arc<Message>],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
     has_tools: bool,

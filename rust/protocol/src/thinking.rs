@@ -2,6 +2,8 @@
 //! all three protocols (conformance cases `*-effort-*`, `*-options-*`, `*-reasoning-*`;
 //! `tests/test_max_tokens_bounds.py`).
 
+use std::sync::Arc;
+
 use deepseek_model::{
     ConversionError, ConversionOptions, Message, ModelVersion, ReasoningContentBehavior,
     ReasoningEffort, Role,
@@ -181,7 +183,7 @@ pub fn check_stop_sequences(stop: &[String]) -> Result<(), ConversionError> {
 /// §7.4: fill or reject missing reasoning in assistant history; drop it all with thinking off.
 /// Only assistant messages with tool calls after the last user message must carry reasoning.
 pub fn apply_reasoning_history(
-    messages: &mut [Message],
+    messages: &mut [Arc<Message>],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
 ) -> Result<(), ConversionError> {
@@ -190,7 +192,7 @@ pub fn apply_reasoning_history(
 
 /// §7.4 as the reference applies it to Chat (see [`apply_reasoning_history_as`]).
 pub fn apply_reasoning_history_with_tools(
-    messages: &mut [Message],
+    messages: &mut [Arc<Message>],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
     request_has_tools: bool,
@@ -211,15 +213,19 @@ pub fn apply_reasoning_history_with_tools(
 /// exempt. `reasoning_field` names the field in the error: `reasoning_content` (Chat),
 /// `reasoning_text` (Responses), `content[].thinking` (Messages).
 pub fn apply_reasoning_history_as(
-    messages: &mut [Message],
+    messages: &mut [Arc<Message>],
     thinking_mode: bool,
     behavior: ReasoningContentBehavior,
     request_has_tools: bool,
     reasoning_field: &str,
 ) -> Result<(), ConversionError> {
+    // A message already in the wanted state is left alone: it may be shared with an earlier
+    // turn of the conversation, and is copied only when it changes.
     if !thinking_mode {
-        for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-            message.reasoning_content = None;
+        for message in messages.iter_mut() {
+            if message.role == Role::Assistant && message.reasoning_content.is_some() {
+                Arc::make_mut(message).reasoning_content = None;
+            }
         }
         return Ok(());
     }
@@ -240,8 +246,10 @@ pub fn apply_reasoning_history_as(
             )));
         }
     }
-    for message in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-        message.reasoning_content.get_or_insert_with(String::new);
+    for message in messages.iter_mut() {
+        if message.role == Role::Assistant && message.reasoning_content.is_none() {
+            Arc::make_mut(message).reasoning_content = Some(String::new());
+        }
     }
     Ok(())
 }

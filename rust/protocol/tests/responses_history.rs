@@ -21,7 +21,7 @@ fn outcome(result: Result<ConversationRequest, ConversionError>) -> Outcome {
     let mut request = result.map_err(|e| without_indices(&e.message))?;
     let conversation = std::sync::Arc::make_mut(&mut request.conversation);
     for message in &mut conversation.messages {
-        for source in &mut message.image_sources {
+        for source in &mut std::sync::Arc::make_mut(message).image_sources {
             source.path = without_indices(&source.path);
         }
     }

@@ -89,7 +89,7 @@ impl PyConversation {
                 messages: messages
                     .unwrap_or_default()
                     .iter()
-                    .map(|m| m.inner.clone())
+                    .map(|m| Arc::new(m.inner.clone()))
                     .collect(),
                 thinking_mode,
                 tools: tools

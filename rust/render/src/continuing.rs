@@ -19,6 +19,7 @@
 //! the end of `[tool a, tool b]` is copied, and only the last two blocks and the generation
 //! suffix are written.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use deepseek_model::{Conversation, Message, ModelVersion, SpecialTokens};
@@ -30,6 +31,9 @@ use crate::{write_prompt, RenderedPrompt, Resume};
 
 /// The index standing for V4.1's created head system message (not one of the conversation's).
 const CREATED_HEAD: usize = usize::MAX;
+/// The index of a message that stands at several places of the conversation (one value shared
+/// twice): its block is never reused.
+const REPEATED: usize = usize::MAX - 1;
 
 /// A rendered conversation, kept to render a later conversation that extends it.
 #[derive(Debug, Clone)]
@@ -82,8 +86,8 @@ enum Shape {
 }
 
 impl Shape {
-    fn of(block: &Block<'_>, messages: &[Message]) -> Self {
-        let at = |message: &Message| index_of(messages, message);
+    fn of(block: &Block<'_>, places: &Places) -> Self {
+        let at = |message: &Message| places.index_of(message);
         match block {
             Block::System { message, head } => Shape::System {
                 message: at(message),
@@ -113,15 +117,28 @@ impl Shape {
     }
 }
 
-/// The index of `message` in `messages` (it is one of them, or the created head).
-fn index_of(messages: &[Message], message: &Message) -> usize {
-    let size = std::mem::size_of::<Message>().max(1);
-    let start = messages.as_ptr() as usize;
-    let at = message as *const Message as usize;
-    if at >= start && at < start + messages.len() * size {
-        (at - start) / size
-    } else {
-        CREATED_HEAD
+/// Where each of a conversation's messages stands, by its address (normalization hands out
+/// references to the messages themselves).
+struct Places(HashMap<*const Message, usize>);
+
+impl Places {
+    fn of(messages: &[Arc<Message>]) -> Self {
+        let mut places = HashMap::with_capacity(messages.len());
+        for (index, message) in messages.iter().enumerate() {
+            places
+                .entry(Arc::as_ptr(message))
+                .and_modify(|place| *place = REPEATED)
+                .or_insert(index);
+        }
+        Self(places)
+    }
+
+    /// The index of `message` (one of the conversation's, or the created head).
+    fn index_of(&self, message: &Message) -> usize {
+        self.0
+            .get(&(message as *const Message))
+            .copied()
+            .unwrap_or(CREATED_HEAD)
     }
 }
 
@@ -135,17 +152,17 @@ pub fn render_continuing(
 ) -> RenderedConversation {
     let dialect = Dialect::of(version);
     let empty_head = Message::system("");
-    let messages = conversation.messages.as_slice();
+    let places = Places::of(&conversation.messages);
     let normalized = normalize(&conversation, &dialect, &empty_head);
     let shapes: Vec<Shape> = normalized
         .blocks
         .iter()
-        .map(|block| Shape::of(block, messages))
+        .map(|block| Shape::of(block, &places))
         .collect();
     let hoisted: Vec<usize> = normalized
         .hoisted_systems
         .iter()
-        .map(|m| index_of(messages, m))
+        .map(|m| places.index_of(m))
         .collect();
     let reuse = previous.and_then(|previous| {
         let blocks = reusable_blocks(
@@ -214,7 +231,7 @@ fn reusable_blocks(
         .messages
         .iter()
         .zip(&conversation.messages)
-        .take_while(|(a, b)| a == b)
+        .take_while(|(a, b)| Arc::ptr_eq(a, b) || a == b)
         .count();
     // V4 writes every system message into the head, before the first block.
     if previous.hoisted != hoisted || hoisted.iter().any(|&index| index >= same) {

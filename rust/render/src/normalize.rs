@@ -57,6 +57,7 @@ fn normalize_v4(conversation: &Conversation) -> Normalized<'_> {
     let (hoisted_systems, messages): (Vec<&Message>, Vec<&Message>) = conversation
         .messages
         .iter()
+        .map(|m| &**m)
         .partition(|m| m.role == Role::System);
     // Consecutive user messages become one unit before tool results are sorted.
     let mut units: Vec<Unit<'_>> = Vec::with_capacity(messages.len());

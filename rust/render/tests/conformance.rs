@@ -117,7 +117,7 @@ fn conversation(v: &Value, image_token: &str) -> Conversation {
         other => panic!("unknown response_format {other:?}"),
     };
     Conversation {
-        messages: list(&v["messages"], |m| message(m, image_token)).unwrap_or_default(),
+        messages: list(&v["messages"], |m| Arc::new(message(m, image_token))).unwrap_or_default(),
         thinking_mode: v["thinking_mode"].as_bool().expect("thinking_mode"),
         tools: list(&v["tools"], tool_definition).unwrap_or_default(),
         tool_choice: v["tool_choice"]
@@ -284,7 +284,7 @@ fn splits(len: usize) -> Vec<usize> {
     points
 }
 
-fn with_messages(conv: &Conversation, messages: &[Message]) -> Conversation {
+fn with_messages(conv: &Conversation, messages: &[Arc<Message>]) -> Conversation {
     Conversation {
         messages: messages.to_vec(),
         ..conv.clone()
@@ -360,7 +360,9 @@ fn check_continuing(
         // The earlier conversation's last message differs from this one's.
         if let Some(last) = k.checked_sub(1) {
             let mut changed = messages[..k].to_vec();
-            changed[last].content.push_str(" (changed)");
+            Arc::make_mut(&mut changed[last])
+                .content
+                .push_str(" (changed)");
             let changed = render_continuing(
                 Arc::new(with_messages(conv, &changed)),
                 version,

@@ -55,7 +55,7 @@ fn agent(turns: usize, tools: bool) -> Conversation {
         Vec::new()
     };
     Conversation {
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         tools,
         ..Conversation::default()
     }
@@ -100,8 +100,10 @@ fn a_new_system_message_is_rendered_whole() {
     let before = Arc::new(agent(3, true));
     let rendered = render_continuing(Arc::clone(&before), version, &tokens, None);
     let mut after = agent(3, true);
-    after.messages.push(Message::system("Another rule."));
-    after.messages.push(Message::user("go on"));
+    after
+        .messages
+        .push(Arc::new(Message::system("Another rule.")));
+    after.messages.push(Arc::new(Message::user("go on")));
     let continued = render_continuing(Arc::new(after.clone()), version, &tokens, Some(&rendered));
     assert_eq!(continued.prompt(), &render(&after, version, &tokens));
     assert_eq!(
@@ -109,4 +111,42 @@ fn a_new_system_message_is_rendered_whole() {
         0,
         "V4 hoists the new system message into the head"
     );
+}
+
+#[test]
+fn a_message_shared_at_two_places_renders_as_a_whole_render() {
+    // Conversations share their messages (`Arc`) across turns, and the renderer knows a message
+    // by its address: one value standing at two places must not be taken for either place.
+    let tokens = SpecialTokens::default();
+    let ask = Arc::new(Message::user("Again?"));
+    let answer = |text: &str| Arc::new(Message::assistant(text, Some(String::new()), None, false));
+    let turn = |count: usize| {
+        let mut messages = vec![Arc::new(Message::system("Be brief."))];
+        for step in 0..count {
+            messages.push(Arc::clone(&ask));
+            messages.push(answer(&format!("answer {step}")));
+        }
+        Arc::new(Conversation {
+            messages,
+            ..Conversation::default()
+        })
+    };
+    for version in [ModelVersion::DeepseekV4Pro, ModelVersion::DeepseekV41Flash] {
+        let mut previous = None;
+        for count in 1..5 {
+            let conversation = turn(count);
+            let rendered = render_continuing(
+                Arc::clone(&conversation),
+                version,
+                &tokens,
+                previous.as_ref(),
+            );
+            assert_eq!(
+                rendered.prompt(),
+                &render(&conversation, version, &tokens),
+                "{version:?} {count}"
+            );
+            previous = Some(rendered);
+        }
+    }
 }

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use deepseek_model::{
     Conversation, ImageDetail, ImageSource, ImageSourceKind, Message, ModelVersion,
@@ -88,7 +89,7 @@ fn calls(ids: &[&str]) -> Option<Vec<ToolCall>> {
 
 fn conv(messages: Vec<Message>) -> Conversation {
     Conversation {
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         ..Conversation::default()
     }
 }

@@ -7,6 +7,7 @@
 //! order: the block's role placement, then tool pairing, then the block's own conversion.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use deepseek_model::{
     ConversionError, Message, ModelVersion, SpecialToken, ToolCall, ToolDefinition,
@@ -383,16 +384,22 @@ impl<'a> BlockContext<'a> {
 /// After `tool_choice`: announced tools become the remaining validated definitions, those
 /// filtered out are removed, and a system message synthesized for `tool_reference` results
 /// disappears when none of its tools remain.
-pub(crate) fn retain_remaining_tools(converted: &mut Converted, remaining: &[ToolDefinition]) {
+pub(crate) fn retain_remaining_tools(
+    messages: &mut Vec<Arc<Message>>,
+    synthetic: &[usize],
+    remaining: &[ToolDefinition],
+) {
     let remaining: HashMap<&str, &ToolDefinition> =
         remaining.iter().map(|t| (t.name.as_str(), t)).collect();
     // Synthetic positions were recorded in increasing order.
-    let synthetic = &converted.synthetic_systems;
     let mut position = 0;
-    converted.messages.retain_mut(|message| {
+    messages.retain_mut(|message| {
         let index = position;
         position += 1;
-        let Some(tools) = message.tools.as_mut() else {
+        if message.tools.is_none() {
+            return true;
+        }
+        let Some(tools) = Arc::make_mut(message).tools.as_mut() else {
             return true;
         };
         *tools = tools

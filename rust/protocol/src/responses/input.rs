@@ -36,7 +36,7 @@ use crate::placeholder_text::PlaceholderText;
 /// The messages of a request and the tools `tool_search_output` items loaded on the way.
 #[derive(Debug, Default)]
 pub struct ConvertedInput {
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     /// In order, named as announced; their schemas are checked later.
     pub loaded_tools: Vec<Pending>,
 }
@@ -54,7 +54,7 @@ pub fn convert_input(
     let Some(input) = input else {
         return match instructions {
             Some(text) => Ok(ConvertedInput {
-                messages: vec![Message::system(text)],
+                messages: vec![Arc::new(Message::system(text))],
                 loaded_tools: Vec::new(),
             }),
             None => Err(ConversionError::new(
@@ -64,9 +64,11 @@ pub fn convert_input(
     };
     let items = match input {
         Input::Text(text) => {
-            let mut messages: Vec<Message> =
-                instructions.into_iter().map(Message::system).collect();
-            messages.push(Message::user(text));
+            let mut messages: Vec<Arc<Message>> = instructions
+                .into_iter()
+                .map(|text| Arc::new(Message::system(text)))
+                .collect();
+            messages.push(Arc::new(Message::user(text)));
             return Ok(ConvertedInput {
                 messages,
                 loaded_tools: Vec::new(),
@@ -147,7 +149,7 @@ impl InputState {
     ) -> Result<ConvertedInput, ConversionError> {
         close_turn(&mut self)?;
         let mut messages = Vec::with_capacity(self.messages.len() + 1);
-        messages.extend(instructions.map(Message::system));
+        messages.extend(instructions.map(|text| Arc::new(Message::system(text))));
         self.messages.move_into(&mut messages);
         Ok(ConvertedInput {
             messages,
@@ -159,7 +161,7 @@ impl InputState {
 /// Messages in order: segments shared with stored conversations, then this conversion's own.
 #[derive(Debug, Clone, Default)]
 struct Messages {
-    frozen: Vec<Arc<[Message]>>,
+    frozen: Vec<Arc<[Arc<Message>]>>,
     fresh: Vec<Message>,
 }
 
@@ -182,16 +184,17 @@ impl Messages {
 
     fn freeze(&mut self) {
         if !self.fresh.is_empty() {
-            self.frozen.push(std::mem::take(&mut self.fresh).into());
+            let fresh = std::mem::take(&mut self.fresh);
+            self.frozen.push(fresh.into_iter().map(Arc::new).collect());
         }
     }
 
-    /// Append every message to `out` (the shared ones copied, this conversion's moved).
-    fn move_into(self, out: &mut Vec<Message>) {
+    /// Append every message to `out` (the shared ones shared, this conversion's moved).
+    fn move_into(self, out: &mut Vec<Arc<Message>>) {
         for segment in &self.frozen {
-            out.extend_from_slice(segment);
+            out.extend(segment.iter().cloned());
         }
-        out.extend(self.fresh);
+        out.extend(self.fresh.into_iter().map(Arc::new));
     }
 }
 
@@ -727,7 +730,7 @@ mod tests {
             WebSearchBehavior::Drop,
             TakenNames::default(),
         )
-        .map(|c| c.messages.iter().map(describe).collect())
+        .map(|c| c.messages.iter().map(|m| describe(m)).collect())
         .map_err(|e| e.message)
     }
 

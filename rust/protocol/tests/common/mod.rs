@@ -307,7 +307,7 @@ pub fn ser_conversation(c: &Conversation) -> Value {
         _ => (Value::Null, Value::Null),
     };
     json!({
-        "messages": c.messages.iter().map(ser_message).collect::<Vec<_>>(),
+        "messages": c.messages.iter().map(|m| ser_message(m)).collect::<Vec<_>>(),
         "thinking_mode": c.thinking_mode,
         "tools": c.tools.iter().map(ser_tool_def).collect::<Vec<_>>(),
         "tool_choice": c.tool_choice.as_str(),
