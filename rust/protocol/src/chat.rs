@@ -73,16 +73,17 @@ impl ChatCompletionRequest {
             version,
             image_token: options.special_tokens.get(SpecialToken::Image),
         };
-        let mut messages: Vec<Arc<Message>> = messages::convert_messages(w.messages, &ctx)?
-            .into_iter()
-            .map(Arc::new)
-            .collect();
+        let converted = messages::convert_messages(w.messages, &ctx, thinking_mode)?;
+        let mut messages = converted.messages;
         thinking::apply_reasoning_history_with_tools(
             &mut messages,
             thinking_mode,
             options.reasoning_content_behavior,
             !declared_tools.is_empty(),
         )?;
+        // Nothing changes the messages after the reasoning history: a message an earlier body
+        // shares converts to this from now on.
+        messages::remember(converted.first_converted, &messages, &ctx, thinking_mode);
 
         let prefix = check_prefix(&messages)?;
         let json_object = matches!(w.response_format, Some(WireResponseFormat::JsonObject));

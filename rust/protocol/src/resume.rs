@@ -25,24 +25,138 @@
 //! `B`). The next body is `{"messages":[A,B,C,D],"model":"m"}`: it shares every byte through
 //! `B`, so `A` and `B` are reused; `C` and `D` are parsed alone, and `{"messages":[],"model":
 //! "m"}` gives the other fields.
+//!
+//! A reused message is the earlier body's own ([`Shared`]), not a copy, and it remembers what
+//! it was converted to (Chat): the next turn's conversation then holds the earlier turn's
+//! messages themselves, so converting and rendering it copy nothing of what both share.
 
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::de::DeserializeOwned;
+use deepseek_model::{Message, ModelVersion};
+use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 
 use crate::intake::{self, closing_quote, nesting_exceeds};
 use crate::{chat, messages};
+
+/// A request's messages, each shared by the later bodies of its conversation that repeat it.
+pub(crate) type SharedMessages<M> = Vec<Arc<Shared<M>>>;
+
+/// A request message as parsed (`M`, its wire shape), and what it last converted to while
+/// shared. Parsing is `M`'s own: the same value, the same errors (and it prints as `M`).
+pub(crate) struct Shared<M> {
+    message: M,
+    converted: Mutex<Option<Conversion>>,
+}
+
+/// A message's conversion and everything besides the message that it depended on.
+#[derive(Debug)]
+struct Conversion {
+    index: usize,
+    version: ModelVersion,
+    image_token: String,
+    thinking_mode: bool,
+    /// `None`: the message converts to nothing (a system message without text).
+    message: Option<Arc<Message>>,
+}
+
+/// What a message's conversion depends on besides the message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConversionKey<'a> {
+    /// Its place in the request (errors and image sources name it).
+    pub index: usize,
+    pub version: ModelVersion,
+    pub image_token: &'a str,
+    /// The reasoning-history rule applied to it.
+    pub thinking_mode: bool,
+}
+
+impl Conversion {
+    fn is_for(&self, key: &ConversionKey<'_>) -> bool {
+        self.index == key.index
+            && self.version == key.version
+            && self.image_token == key.image_token
+            && self.thinking_mode == key.thinking_mode
+    }
+}
+
+impl<M> Shared<M> {
+    pub(crate) fn new(message: M) -> Self {
+        Self {
+            message,
+            converted: Mutex::new(None),
+        }
+    }
+
+    /// What this message converted to under `key`, if that is its last conversion remembered.
+    pub(crate) fn converted(&self, key: &ConversionKey<'_>) -> Option<Option<Arc<Message>>> {
+        let conversion = self
+            .converted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let conversion = conversion.as_ref()?;
+        conversion.is_for(key).then(|| conversion.message.clone())
+    }
+
+    /// Remember that this message converts to `message` under `key` (a message converts the
+    /// same every time under its key; under another, it is converted again).
+    pub(crate) fn remember(&self, key: &ConversionKey<'_>, message: Option<Arc<Message>>) {
+        *self
+            .converted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Conversion {
+            index: key.index,
+            version: key.version,
+            image_token: key.image_token.to_owned(),
+            thinking_mode: key.thinking_mode,
+            message,
+        });
+    }
+}
+
+impl<M: Clone> Shared<M> {
+    /// The message itself when nothing else holds it, a copy otherwise (`Err`: shared, with
+    /// the copy, so that its conversion can be remembered).
+    pub(crate) fn take(this: Arc<Self>) -> Result<M, (Arc<Self>, M)> {
+        Arc::try_unwrap(this)
+            .map(|shared| shared.message)
+            .map_err(|this| {
+                let copy = this.message.clone();
+                (this, copy)
+            })
+    }
+}
+
+impl<M: std::fmt::Debug> std::fmt::Debug for Shared<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.message.fmt(f)
+    }
+}
+
+impl<M> Deref for Shared<M> {
+    type Target = M;
+
+    fn deref(&self) -> &M {
+        &self.message
+    }
+}
+
+impl<'de, M: Deserialize<'de>> Deserialize<'de> for Shared<M> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        M::deserialize(deserializer).map(Self::new)
+    }
+}
 
 /// The deepest nesting a cold parse accepts (serde_json's recursion limit).
 pub const PARSER_DEPTH: usize = 127;
 
 /// A protocol's typed request whose messages are parsed apart from the rest.
 pub(crate) trait Wire: DeserializeOwned {
-    type Message: DeserializeOwned + Clone;
-    fn messages(&self) -> &[Self::Message];
-    fn messages_mut(&mut self) -> &mut Vec<Self::Message>;
-    fn wrap(messages: Vec<Arc<Self::Message>>) -> KeptMessages;
-    fn unwrap(kept: &KeptMessages) -> Option<&[Arc<Self::Message>]>;
+    type Message: DeserializeOwned;
+    fn messages(&self) -> &[Arc<Shared<Self::Message>>];
+    fn messages_mut(&mut self) -> &mut SharedMessages<Self::Message>;
+    fn wrap(messages: SharedMessages<Self::Message>) -> KeptMessages;
+    fn unwrap(kept: &KeptMessages) -> Option<&[Arc<Shared<Self::Message>>]>;
 }
 
 /// A protocol's request type `$request` resumes: its typed shape `$wire` keeps its messages
@@ -52,21 +166,23 @@ macro_rules! resumable {
         impl $crate::resume::Wire for $wire {
             type Message = $message;
 
-            fn messages(&self) -> &[Self::Message] {
+            fn messages(&self) -> &[std::sync::Arc<$crate::resume::Shared<Self::Message>>] {
                 &self.messages
             }
 
-            fn messages_mut(&mut self) -> &mut Vec<Self::Message> {
+            fn messages_mut(&mut self) -> &mut $crate::resume::SharedMessages<Self::Message> {
                 &mut self.messages
             }
 
-            fn wrap(messages: Vec<std::sync::Arc<Self::Message>>) -> $crate::resume::KeptMessages {
+            fn wrap(
+                messages: $crate::resume::SharedMessages<Self::Message>,
+            ) -> $crate::resume::KeptMessages {
                 $crate::resume::KeptMessages::$variant(messages)
             }
 
             fn unwrap(
                 kept: &$crate::resume::KeptMessages,
-            ) -> Option<&[std::sync::Arc<Self::Message>]> {
+            ) -> Option<&[std::sync::Arc<$crate::resume::Shared<Self::Message>>]> {
                 match kept {
                     $crate::resume::KeptMessages::$variant(messages) => Some(messages),
                     _ => None,
@@ -101,8 +217,8 @@ pub(crate) use resumable;
 /// Each protocol's kept messages.
 #[derive(Debug, Clone)]
 pub(crate) enum KeptMessages {
-    Chat(Vec<Arc<chat::wire::ChatCompletionRequestMessage>>),
-    Messages(Vec<Arc<messages::wire::MessagesMessage>>),
+    Chat(SharedMessages<chat::wire::ChatCompletionRequestMessage>),
+    Messages(SharedMessages<messages::wire::MessagesMessage>),
 }
 
 /// What a parsed body leaves for the next body of its conversation: where its messages are,
@@ -162,7 +278,7 @@ pub(crate) fn keep<W: Wire>(request: &W, body: &[u8]) -> Option<Kept> {
     }
     Some(Kept {
         layout,
-        messages: W::wrap(messages.iter().cloned().map(Arc::new).collect()),
+        messages: W::wrap(messages.to_vec()),
         reused: 0,
     })
 }
@@ -191,10 +307,8 @@ pub(crate) fn resume<W: Wire>(
         at: *ends.last()?,
         deepest: 0,
     };
-    let old = kept.get(..reused)?;
-    let mut messages: Vec<W::Message> = Vec::with_capacity(ends.len() + 4);
-    messages.extend(old.iter().map(|message| W::Message::clone(message)));
-    let mut arcs = old.to_vec();
+    let mut messages = Vec::with_capacity(ends.len() + 4);
+    messages.extend_from_slice(kept.get(..reused)?);
     while !cursor.eat(b']') {
         if !cursor.eat(b',') {
             return None;
@@ -205,8 +319,7 @@ pub(crate) fn resume<W: Wire>(
             return None;
         }
         let message: W::Message = intake::from_value(intake::parse_json(piece).ok()?).ok()?;
-        arcs.push(Arc::new(message.clone()));
-        messages.push(message);
+        messages.push(Arc::new(Shared::new(message)));
         ends.push(end);
     }
     let close = cursor.at;
@@ -221,10 +334,10 @@ pub(crate) fn resume<W: Wire>(
         return None;
     }
     let mut request: W = intake::from_value(intake::parse_json(&rest).ok()?).ok()?;
-    *request.messages_mut() = messages;
+    *request.messages_mut() = messages.clone();
     let kept = Kept {
         layout: Layout { open, ends },
-        messages: W::wrap(arcs),
+        messages: W::wrap(messages),
         reused,
     };
     Some((request, kept))

@@ -4,6 +4,7 @@
 //! error in message order, which is the order the reference reports them in.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use deepseek_model::{ConversionError, Message, ToolCall};
 
@@ -11,20 +12,40 @@ use super::content::{ContentContext, ImagePolicy};
 use super::wire::{
     ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content,
 };
+use crate::resume::{ConversionKey, Shared, SharedMessages};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 const ORPHAN_TOOL_MESSAGE: &str =
     "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
 
-/// Convert every message, dropping system messages whose content ends up empty.
+/// A request's messages converted, and the shared ones converted for the first time.
+pub(crate) struct Converted {
+    pub messages: Vec<Arc<Message>>,
+    /// Messages an earlier body of the conversation holds too, converted for the first time:
+    /// to be remembered once the request's rules have run over them ([`remember`]).
+    pub first_converted: Vec<FirstConverted>,
+}
+
+/// A shared message converted for the first time: its index in the request, and where its
+/// conversion stands in the converted messages (`None`: dropped).
+pub(crate) struct FirstConverted {
+    message: Arc<Shared<WireMessage>>,
+    index: usize,
+    place: Option<usize>,
+}
+
+/// Convert every message, dropping system messages whose content ends up empty. A message
+/// converted under `key` before (one an earlier body of the conversation shares) is not
+/// converted again: it is its earlier conversion.
 pub(crate) fn convert_messages(
-    wire: Vec<WireMessage>,
+    wire: SharedMessages<WireMessage>,
     ctx: &ContentContext<'_>,
-) -> Result<Vec<Message>, ConversionError> {
+    thinking_mode: bool,
+) -> Result<Converted, ConversionError> {
     // The tool_call_id of every tool message, by raw index, for the pairing look-ahead.
     let tool_ids: Vec<Option<String>> = wire
         .iter()
-        .map(|m| match m {
+        .map(|m| match &***m {
             WireMessage::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
             _ => None,
         })
@@ -32,48 +53,102 @@ pub(crate) fn convert_messages(
     // Tool messages before this raw index answer the calls of a preceding assistant message.
     let mut answered_until = 0;
     let mut out = Vec::with_capacity(wire.len());
+    let mut first_converted = Vec::new();
     for (index, message) in wire.into_iter().enumerate() {
-        match message {
-            WireMessage::System { content, .. } => {
-                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                if !text.text().is_empty() {
-                    out.push(text.into_message(Message::system(String::new())));
-                }
-            }
-            WireMessage::User { content, .. } => {
-                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                out.push(text.into_message(Message::user(String::new())));
-            }
-            WireMessage::Assistant {
-                content,
-                reasoning_content,
-                tool_calls,
-                prefix,
-                ..
-            } => {
-                let message =
-                    convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?;
-                let calls = message.calls();
-                if !calls.is_empty() {
-                    check_tool_results(calls, index, &tool_ids)?;
-                    answered_until = index + calls.len() + 1;
-                }
-                out.push(message);
-            }
-            WireMessage::Tool {
-                content,
-                tool_call_id,
-            } => {
-                if index >= answered_until {
-                    return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
-                }
-                let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
-                out.push(text.into_message(Message::tool(String::new(), Some(tool_call_id))));
-            }
-            WireMessage::LatestReminder { content } => out.push(Message::latest_reminder(content)),
+        if matches!(&**message, WireMessage::Tool { .. }) && index >= answered_until {
+            return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
         }
+        let key = key(index, ctx, thinking_mode);
+        let converted = match message.converted(&key) {
+            Some(converted) => converted,
+            None => match Shared::take(message) {
+                Ok(alone) => convert_one(alone, index, ctx)?.map(Arc::new),
+                Err((message, copy)) => {
+                    let converted = convert_one(copy, index, ctx)?.map(Arc::new);
+                    first_converted.push(FirstConverted {
+                        message,
+                        index,
+                        place: converted.is_some().then_some(out.len()),
+                    });
+                    converted
+                }
+            },
+        };
+        let Some(converted) = converted else {
+            continue;
+        };
+        let calls = converted.calls();
+        if !calls.is_empty() {
+            check_tool_results(calls, index, &tool_ids)?;
+            answered_until = index + calls.len() + 1;
+        }
+        out.push(converted);
     }
-    Ok(out)
+    Ok(Converted {
+        messages: out,
+        first_converted,
+    })
+}
+
+/// Remember the conversion of the messages converted for the first time, as the request's
+/// rules left it (the reasoning history applied under `thinking_mode`).
+pub(crate) fn remember(
+    converted: Vec<FirstConverted>,
+    messages: &[Arc<Message>],
+    ctx: &ContentContext<'_>,
+    thinking_mode: bool,
+) {
+    for first in converted {
+        let message = first.place.and_then(|at| messages.get(at)).cloned();
+        first
+            .message
+            .remember(&key(first.index, ctx, thinking_mode), message);
+    }
+}
+
+fn key<'a>(index: usize, ctx: &ContentContext<'a>, thinking_mode: bool) -> ConversionKey<'a> {
+    ConversionKey {
+        index,
+        version: ctx.version,
+        image_token: ctx.image_token,
+        thinking_mode,
+    }
+}
+
+/// One message's canonical message (`None`: a system message whose content ends up empty).
+fn convert_one(
+    message: WireMessage,
+    index: usize,
+    ctx: &ContentContext<'_>,
+) -> Result<Option<Message>, ConversionError> {
+    Ok(Some(match message {
+        WireMessage::System { content, .. } => {
+            let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
+            if text.text().is_empty() {
+                return Ok(None);
+            }
+            text.into_message(Message::system(String::new()))
+        }
+        WireMessage::User { content, .. } => {
+            let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
+            text.into_message(Message::user(String::new()))
+        }
+        WireMessage::Assistant {
+            content,
+            reasoning_content,
+            tool_calls,
+            prefix,
+            ..
+        } => convert_assistant(content, reasoning_content, tool_calls, prefix, index, ctx)?,
+        WireMessage::Tool {
+            content,
+            tool_call_id,
+        } => {
+            let text = ctx.convert(content, index, ImagePolicy::Allowed)?;
+            text.into_message(Message::tool(String::new(), Some(tool_call_id)))
+        }
+        WireMessage::LatestReminder { content } => Message::latest_reminder(content),
+    }))
 }
 
 fn convert_assistant(

@@ -11,13 +11,14 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::resume::SharedMessages;
 use crate::text_or_list::TextOrList;
 use crate::thinking::{RequestedEffort, ThinkingType};
 
 /// The top-level request: exactly the 20 fields of §4.1, in the reference's order.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ChatCompletionRequest {
-    pub messages: Vec<ChatCompletionRequestMessage>,
+    pub messages: SharedMessages<ChatCompletionRequestMessage>,
     pub model: String,
     pub frequency_penalty: Option<f32>,
     pub logprobs: Option<bool>,

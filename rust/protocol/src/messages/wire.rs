@@ -9,6 +9,7 @@ use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::resume::SharedMessages;
 use crate::text_or_list::TextOrList;
 use crate::thinking::{RequestedEffort, ThinkingType};
 
@@ -16,7 +17,7 @@ use crate::thinking::{RequestedEffort, ThinkingType};
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct MessagesRequest {
     pub model: String,
-    pub messages: Vec<MessagesMessage>,
+    pub messages: SharedMessages<MessagesMessage>,
     pub system: Option<SystemPrompt>,
     pub tools: Option<Vec<MessagesTool>>,
     pub tool_choice: Option<MessagesToolChoice>,

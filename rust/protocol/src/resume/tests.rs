@@ -336,3 +336,94 @@ fn resuming_equals_a_cold_parse_for_random_bodies_and_edits() {
         );
     }
 }
+
+/// Chat bodies of one conversation: a system message, then `turns` user/assistant pairs (the
+/// assistants without reasoning, which the history rule fills), then a user message; and
+/// `extra` fields.
+fn chat_turn(turns: usize, model: &str, extra: &str) -> String {
+    let mut messages = vec![r#"{"role":"system","content":"Be brief."}"#.to_owned()];
+    for turn in 0..turns {
+        messages.push(format!(r#"{{"role":"user","content":"question {turn}"}}"#));
+        messages.push(format!(
+            r#"{{"role":"assistant","content":"answer {turn}"}}"#
+        ));
+    }
+    messages.push(r#"{"role":"user","content":"and now?"}"#.to_owned());
+    format!(
+        r#"{{"messages":[{}],"model":"{model}"{extra}}}"#,
+        messages.join(",")
+    )
+}
+
+#[test]
+fn a_resumed_chat_turn_holds_the_messages_the_earlier_turn_converted() {
+    use deepseek_model::{ConversationRequest, ConversionOptions};
+    let options = ConversionOptions::default();
+    let cold = |body: &str| {
+        ChatCompletionRequest::from_value(intake::parse_json(body.as_bytes()).unwrap())
+            .unwrap()
+            .convert(&options)
+            .unwrap()
+    };
+    // Each body resumes the one before; its conversion must equal a cold one.
+    let mut kept: Option<(String, Kept)> = None;
+    let mut next = |body: String| -> ConversationRequest {
+        let request = match &kept {
+            Some((earlier, parsed)) => {
+                let (request, parsed) =
+                    ChatCompletionRequest::resume(body.as_bytes(), earlier.as_bytes(), parsed, 127)
+                        .unwrap();
+                kept = Some((body.clone(), parsed));
+                request
+            }
+            None => {
+                let request =
+                    ChatCompletionRequest::from_value(intake::parse_json(body.as_bytes()).unwrap())
+                        .unwrap();
+                kept = Some((body.clone(), request.keep(body.as_bytes()).unwrap()));
+                request
+            }
+        };
+        let converted = request.convert(&options).unwrap();
+        assert_eq!(converted, cold(&body));
+        converted
+    };
+    let first = next(chat_turn(40, "DeepSeek-V4-Pro", ""));
+    let second = next(chat_turn(41, "DeepSeek-V4-Pro", ""));
+    let third = next(chat_turn(42, "DeepSeek-V4-Pro", ""));
+    let shared = |a: &ConversationRequest, b: &ConversationRequest| {
+        a.conversation
+            .messages
+            .iter()
+            .zip(&b.conversation.messages)
+            .take_while(|(a, b)| Arc::ptr_eq(a, b))
+            .count()
+    };
+    // A kept message's first conversion is remembered (its filled reasoning included), and
+    // every later turn holds it: all but the earlier body's last message (the question the
+    // next body changes at that place) are the earlier turn's own.
+    assert_eq!(
+        shared(&first, &second),
+        first.conversation.messages.len() - 1
+    );
+    assert_eq!(
+        shared(&second, &third),
+        second.conversation.messages.len() - 1
+    );
+    // Another model: nothing is taken from conversions made for the earlier one, and the
+    // conversions made for it are taken from then on.
+    let other = next(chat_turn(43, "DeepSeek-V4.1-Flash", ""));
+    assert_eq!(shared(&third, &other), 0);
+    let after = next(chat_turn(44, "DeepSeek-V4.1-Flash", ""));
+    assert_eq!(
+        shared(&other, &after),
+        other.conversation.messages.len() - 1
+    );
+    // Thinking off: the reasoning the history rule filled is not taken either.
+    let plain = next(chat_turn(
+        45,
+        "DeepSeek-V4.1-Flash",
+        r#","thinking":{"type":"disabled"}"#,
+    ));
+    assert_eq!(shared(&after, &plain), 0);
+}
