@@ -83,7 +83,9 @@ impl ChatCompletionRequest {
         )?;
         // Nothing changes the messages after the reasoning history: a message an earlier body
         // shares converts to this from now on.
-        messages::remember(converted.first_converted, &messages, &ctx, thinking_mode);
+        resume::remember(converted.first_converted, &messages, |index| {
+            messages::key(index, &ctx, thinking_mode)
+        });
 
         let prefix = check_prefix(&messages)?;
         let json_object = matches!(w.response_format, Some(WireResponseFormat::JsonObject));

@@ -18,7 +18,7 @@ use deepseek_model::{
 };
 use serde_json::Value;
 
-use crate::resume;
+use crate::resume::{self, ConversionKey, FirstConverted};
 use crate::thinking;
 use crate::tools::{self, DeclaredTool, RequestedToolChoice};
 use crate::ProtocolError;
@@ -91,20 +91,42 @@ impl MessagesRequest {
         if let Some(system) = &request.system {
             converted
                 .messages
-                .push(Message::system(system_text(system)));
+                .push(Arc::new(Message::system(system_text(system))));
         }
         let mut pairing = Pairing::default();
         let count = request.messages.len();
+        // A message an earlier body of the conversation shares, converted under the same key,
+        // is its earlier conversion; one converted for the first time is remembered below.
+        let key = |index| ConversionKey {
+            index,
+            version,
+            image_token: context.image_token,
+            thinking_mode,
+            web_search: Some(options.messages_web_search),
+        };
+        let mut first_converted = Vec::new();
         for (i, message) in request.messages.iter().enumerate() {
             if has_empty_block_list(message) {
                 return Err(ConversionError::new(format!(
                     "messages.{i}: all messages must have non-empty content"
                 )));
             }
-            context.convert_message(i, message, i + 1 == count, &mut pairing, &mut converted)?;
+            let last = i + 1 == count;
+            if message.recall(&key(i), &mut converted.messages) {
+                context.pair_message(i, message, last, &mut pairing)?;
+                continue;
+            }
+            let start = converted.messages.len();
+            context.convert_message(i, message, last, &mut pairing, &mut converted)?;
+            if Arc::strong_count(message) > 1 && !content::depends_on_tools(message) {
+                first_converted.push(FirstConverted {
+                    message: Arc::clone(message),
+                    index: i,
+                    places: start..converted.messages.len(),
+                });
+            }
         }
-        let mut messages: Vec<Arc<Message>> =
-            converted.messages.into_iter().map(Arc::new).collect();
+        let mut messages = converted.messages;
         thinking::apply_reasoning_history_with_tools(
             &mut messages,
             thinking_mode,
@@ -112,6 +134,8 @@ impl MessagesRequest {
             declares_tools,
         )
         .map_err(|_| ConversionError::new(REASONING_REQUIRED))?;
+        // The tool pass below changes only messages that depend on the tools (never remembered).
+        resume::remember(first_converted, &messages, key);
 
         // `none` drops the tools before their schemas are ever looked at.
         let (tools, tool_choice) = match requested_choice(request.tool_choice, &declared) {

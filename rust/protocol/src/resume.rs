@@ -27,13 +27,13 @@
 //! "m"}` gives the other fields.
 //!
 //! A reused message is the earlier body's own ([`Shared`]), not a copy, and it remembers what
-//! it was converted to (Chat): the next turn's conversation then holds the earlier turn's
-//! messages themselves, so converting and rendering it copy nothing of what both share.
+//! it was converted to: the next turn's conversation then holds the earlier turn's messages
+//! themselves, so converting and rendering it copy nothing of what both share.
 
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use deepseek_model::{Message, ModelVersion};
+use deepseek_model::{Message, ModelVersion, WebSearchBehavior};
 use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 
 use crate::intake::{self, closing_quote, nesting_exceeds};
@@ -56,8 +56,9 @@ struct Conversion {
     version: ModelVersion,
     image_token: String,
     thinking_mode: bool,
-    /// `None`: the message converts to nothing (a system message without text).
-    message: Option<Arc<Message>>,
+    web_search: Option<WebSearchBehavior>,
+    /// What it converts to, in order (nothing: a system message without text).
+    messages: Vec<Arc<Message>>,
 }
 
 /// What a message's conversion depends on besides the message.
@@ -69,6 +70,8 @@ pub(crate) struct ConversionKey<'a> {
     pub image_token: &'a str,
     /// The reasoning-history rule applied to it.
     pub thinking_mode: bool,
+    /// Messages: what becomes of server-tool blocks (`None` for Chat).
+    pub web_search: Option<WebSearchBehavior>,
 }
 
 impl Conversion {
@@ -77,6 +80,32 @@ impl Conversion {
             && self.version == key.version
             && self.image_token == key.image_token
             && self.thinking_mode == key.thinking_mode
+            && self.web_search == key.web_search
+    }
+}
+
+/// A shared message converted for the first time (under its key): its index in the request,
+/// and where its conversion stands among the request's converted messages.
+pub(crate) struct FirstConverted<M> {
+    pub message: Arc<Shared<M>>,
+    pub index: usize,
+    pub places: Range<usize>,
+}
+
+/// Remember the conversion of messages converted for the first time, as `messages` holds it
+/// once the request's rules that change messages have run (the reasoning history); `key` gives
+/// each index's key.
+pub(crate) fn remember<'a, M>(
+    first: Vec<FirstConverted<M>>,
+    messages: &[Arc<Message>],
+    key: impl Fn(usize) -> ConversionKey<'a>,
+) {
+    for converted in first {
+        if let Some(conversion) = messages.get(converted.places) {
+            converted
+                .message
+                .remember(&key(converted.index), conversion.to_vec());
+        }
     }
 }
 
@@ -88,19 +117,25 @@ impl<M> Shared<M> {
         }
     }
 
-    /// What this message converted to under `key`, if that is its last conversion remembered.
-    pub(crate) fn converted(&self, key: &ConversionKey<'_>) -> Option<Option<Arc<Message>>> {
+    /// Append what this message converted to under `key` to `out`, if that is its last
+    /// conversion remembered; whether it was.
+    pub(crate) fn recall(&self, key: &ConversionKey<'_>, out: &mut Vec<Arc<Message>>) -> bool {
         let conversion = self
             .converted
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let conversion = conversion.as_ref()?;
-        conversion.is_for(key).then(|| conversion.message.clone())
+        match conversion.as_ref() {
+            Some(conversion) if conversion.is_for(key) => {
+                out.extend(conversion.messages.iter().cloned());
+                true
+            }
+            _ => false,
+        }
     }
 
-    /// Remember that this message converts to `message` under `key` (a message converts the
+    /// Remember that this message converts to `messages` under `key` (a message converts the
     /// same every time under its key; under another, it is converted again).
-    pub(crate) fn remember(&self, key: &ConversionKey<'_>, message: Option<Arc<Message>>) {
+    fn remember(&self, key: &ConversionKey<'_>, messages: Vec<Arc<Message>>) {
         *self
             .converted
             .lock()
@@ -109,7 +144,8 @@ impl<M> Shared<M> {
             version: key.version,
             image_token: key.image_token.to_owned(),
             thinking_mode: key.thinking_mode,
-            message,
+            web_search: key.web_search,
+            messages,
         });
     }
 }

@@ -12,30 +12,21 @@ use super::content::{ContentContext, ImagePolicy};
 use super::wire::{
     ChatCompletionRequestMessage as WireMessage, ChatCompletionRequestToolCall, Content,
 };
-use crate::resume::{ConversionKey, Shared, SharedMessages};
+use crate::resume::{ConversionKey, FirstConverted, Shared, SharedMessages};
 
 const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 const ORPHAN_TOOL_MESSAGE: &str =
     "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
 
-/// A request's messages converted, and the shared ones converted for the first time.
+/// A request's messages converted, and the shared ones converted for the first time (to be
+/// remembered once the request's rules have run over them: [`crate::resume::remember`]).
 pub(crate) struct Converted {
     pub messages: Vec<Arc<Message>>,
-    /// Messages an earlier body of the conversation holds too, converted for the first time:
-    /// to be remembered once the request's rules have run over them ([`remember`]).
-    pub first_converted: Vec<FirstConverted>,
-}
-
-/// A shared message converted for the first time: its index in the request, and where its
-/// conversion stands in the converted messages (`None`: dropped).
-pub(crate) struct FirstConverted {
-    message: Arc<Shared<WireMessage>>,
-    index: usize,
-    place: Option<usize>,
+    pub first_converted: Vec<FirstConverted<WireMessage>>,
 }
 
 /// Convert every message, dropping system messages whose content ends up empty. A message
-/// converted under `key` before (one an earlier body of the conversation shares) is not
+/// converted under its key before (one an earlier body of the conversation shares) is not
 /// converted again: it is its earlier conversion.
 pub(crate) fn convert_messages(
     wire: SharedMessages<WireMessage>,
@@ -58,31 +49,27 @@ pub(crate) fn convert_messages(
         if matches!(&**message, WireMessage::Tool { .. }) && index >= answered_until {
             return Err(ConversionError::new(ORPHAN_TOOL_MESSAGE));
         }
-        let key = key(index, ctx, thinking_mode);
-        let converted = match message.converted(&key) {
-            Some(converted) => converted,
-            None => match Shared::take(message) {
-                Ok(alone) => convert_one(alone, index, ctx)?.map(Arc::new),
+        let start = out.len();
+        if !message.recall(&key(index, ctx, thinking_mode), &mut out) {
+            match Shared::take(message) {
+                Ok(alone) => out.extend(convert_one(alone, index, ctx)?.map(Arc::new)),
                 Err((message, copy)) => {
-                    let converted = convert_one(copy, index, ctx)?.map(Arc::new);
+                    out.extend(convert_one(copy, index, ctx)?.map(Arc::new));
                     first_converted.push(FirstConverted {
                         message,
                         index,
-                        place: converted.is_some().then_some(out.len()),
+                        places: start..out.len(),
                     });
-                    converted
                 }
-            },
-        };
-        let Some(converted) = converted else {
-            continue;
-        };
-        let calls = converted.calls();
+            }
+        }
+        let calls = out
+            .get(start)
+            .map_or(&[][..], |converted| converted.calls());
         if !calls.is_empty() {
             check_tool_results(calls, index, &tool_ids)?;
             answered_until = index + calls.len() + 1;
         }
-        out.push(converted);
     }
     Ok(Converted {
         messages: out,
@@ -90,28 +77,18 @@ pub(crate) fn convert_messages(
     })
 }
 
-/// Remember the conversion of the messages converted for the first time, as the request's
-/// rules left it (the reasoning history applied under `thinking_mode`).
-pub(crate) fn remember(
-    converted: Vec<FirstConverted>,
-    messages: &[Arc<Message>],
-    ctx: &ContentContext<'_>,
+/// What a message's conversion depends on besides the message.
+pub(crate) fn key<'a>(
+    index: usize,
+    ctx: &ContentContext<'a>,
     thinking_mode: bool,
-) {
-    for first in converted {
-        let message = first.place.and_then(|at| messages.get(at)).cloned();
-        first
-            .message
-            .remember(&key(first.index, ctx, thinking_mode), message);
-    }
-}
-
-fn key<'a>(index: usize, ctx: &ContentContext<'a>, thinking_mode: bool) -> ConversionKey<'a> {
+) -> ConversionKey<'a> {
     ConversionKey {
         index,
         version: ctx.version,
         image_token: ctx.image_token,
         thinking_mode,
+        web_search: None,
     }
 }
 

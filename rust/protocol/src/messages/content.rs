@@ -29,7 +29,7 @@ pub(crate) struct BlockContext<'a> {
     version: ModelVersion,
     web_search: WebSearchBehavior,
     /// The spelling of the image placeholder.
-    image_token: &'a str,
+    pub(crate) image_token: &'a str,
     /// The declared tools by name, for `tool_addition` and `tool_reference` lookups (the
     /// first declaration of a name wins).
     tools: HashMap<&'a str, &'a ToolDefinition>,
@@ -39,8 +39,37 @@ pub(crate) struct BlockContext<'a> {
 /// `tool_reference` results (they are dropped if `tool_choice` filters all their tools).
 #[derive(Debug, Default)]
 pub(crate) struct Converted {
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     pub synthetic_systems: Vec<usize>,
+}
+
+/// Whether a message's conversion depends on the request's tools (a `tool_reference` result or
+/// a `tool_addition` names one): such a message is converted every time.
+pub(crate) fn depends_on_tools(message: &MessagesMessage) -> bool {
+    let (MessagesMessage::User(Content::Blocks(blocks))
+    | MessagesMessage::System(Content::Blocks(blocks))) = message
+    else {
+        return false;
+    };
+    blocks.iter().any(|block| match block {
+        MessagesContentBlock::ToolAddition { .. } => true,
+        MessagesContentBlock::ToolResult {
+            content: Some(Content::Blocks(parts)),
+            ..
+        } => parts
+            .iter()
+            .any(|part| matches!(part, MessagesToolResultBlock::ToolReference { .. })),
+        _ => false,
+    })
+}
+
+/// A server-tool block of an assistant message: refused, or dropped without a trace.
+fn is_server_block(block: &MessagesContentBlock) -> bool {
+    matches!(
+        block,
+        MessagesContentBlock::ServerToolUse { .. }
+            | MessagesContentBlock::WebSearchToolResult { .. }
+    )
 }
 
 fn document_text(media_type: Option<&str>) -> String {
@@ -129,13 +158,42 @@ impl<'a> BlockContext<'a> {
             MessagesMessage::User(content) => self.user(index, content, pairing, out)?,
             MessagesMessage::Assistant(content) => {
                 let message = self.assistant(index, content, pairing)?;
-                out.messages.push(message);
+                out.messages.push(Arc::new(message));
             }
             MessagesMessage::System(content) => {
                 if let Some(message) = self.system(index, content)? {
-                    out.messages.push(message);
+                    out.messages.push(Arc::new(message));
                 }
             }
+        }
+        pairing.end_message(index, last)
+    }
+
+    /// Feed `pairing` message `index` as [`Self::convert_message`] does, for a message converted
+    /// before under the same key after the same messages (so every check of its blocks passed
+    /// there, and only whether it is the last message can differ).
+    pub(crate) fn pair_message(
+        &self,
+        index: usize,
+        message: &MessagesMessage,
+        last: bool,
+        pairing: &mut Pairing,
+    ) -> Result<(), ConversionError> {
+        pairing.start_message(index, message)?;
+        match message {
+            MessagesMessage::User(Content::Blocks(blocks)) => {
+                for (j, block) in blocks.iter().enumerate() {
+                    pairing.user_block(index, j, block)?;
+                }
+            }
+            MessagesMessage::Assistant(Content::Blocks(blocks)) => {
+                for (j, block) in blocks.iter().enumerate() {
+                    if !is_server_block(block) {
+                        pairing.assistant_block(index, j, block)?;
+                    }
+                }
+            }
+            _ => {}
         }
         pairing.end_message(index, last)
     }
@@ -149,7 +207,7 @@ impl<'a> BlockContext<'a> {
     ) -> Result<(), ConversionError> {
         let blocks = match content {
             Content::Text(text) => {
-                out.messages.push(Message::user(text.clone()));
+                out.messages.push(Arc::new(Message::user(text.clone())));
                 return Ok(());
             }
             Content::Blocks(blocks) => blocks,
@@ -182,13 +240,13 @@ impl<'a> BlockContext<'a> {
                 // Refused by the role check above.
                 _ => continue,
             };
-            out.messages.push(message);
+            out.messages.push(Arc::new(message));
         }
         if !referenced.is_empty() && self.version.is_v41() {
             let mut system = Message::system("");
             system.tools = Some(referenced);
             out.synthetic_systems.push(out.messages.len());
-            out.messages.push(system);
+            out.messages.push(Arc::new(system));
         }
         Ok(())
     }
@@ -261,11 +319,7 @@ impl<'a> BlockContext<'a> {
         let mut calls: Vec<ToolCall> = Vec::new();
         for (j, block) in blocks.iter().enumerate() {
             check_assistant_block(index, block)?;
-            if matches!(
-                block,
-                MessagesContentBlock::ServerToolUse { .. }
-                    | MessagesContentBlock::WebSearchToolResult { .. }
-            ) {
+            if is_server_block(block) {
                 // Refused, or dropped without a trace (not even for the pairing check).
                 self.server_block()?;
                 continue;

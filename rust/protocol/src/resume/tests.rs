@@ -355,50 +355,100 @@ fn chat_turn(turns: usize, model: &str, extra: &str) -> String {
     )
 }
 
-#[test]
-fn a_resumed_chat_turn_holds_the_messages_the_earlier_turn_converted() {
-    use deepseek_model::{ConversationRequest, ConversionOptions};
-    let options = ConversionOptions::default();
-    let cold = |body: &str| {
-        ChatCompletionRequest::from_value(intake::parse_json(body.as_bytes()).unwrap())
-            .unwrap()
-            .convert(&options)
-            .unwrap()
+/// A protocol's request as the resuming tests drive it.
+trait Request: Sized {
+    fn cold(body: &[u8]) -> Self;
+    fn keep_body(&self, body: &[u8]) -> Kept;
+    fn resume_body(body: &[u8], earlier: &[u8], kept: &Kept) -> (Self, Kept);
+    fn convert_with(
+        self,
+        options: &deepseek_model::ConversionOptions,
+    ) -> Result<deepseek_model::ConversationRequest, String>;
+}
+
+macro_rules! request {
+    ($request:ty) => {
+        impl Request for $request {
+            fn cold(body: &[u8]) -> Self {
+                <$request>::from_value(intake::parse_json(body).unwrap()).unwrap()
+            }
+            fn keep_body(&self, body: &[u8]) -> Kept {
+                self.keep(body).unwrap()
+            }
+            fn resume_body(body: &[u8], earlier: &[u8], kept: &Kept) -> (Self, Kept) {
+                <$request>::resume(body, earlier, kept, 127).unwrap()
+            }
+            fn convert_with(
+                self,
+                options: &deepseek_model::ConversionOptions,
+            ) -> Result<deepseek_model::ConversationRequest, String> {
+                self.convert(options).map_err(|e| e.message)
+            }
+        }
     };
-    // Each body resumes the one before; its conversion must equal a cold one.
-    let mut kept: Option<(String, Kept)> = None;
-    let mut next = |body: String| -> ConversationRequest {
-        let request = match &kept {
-            Some((earlier, parsed)) => {
-                let (request, parsed) =
-                    ChatCompletionRequest::resume(body.as_bytes(), earlier.as_bytes(), parsed, 127)
-                        .unwrap();
-                kept = Some((body.clone(), parsed));
+}
+request!(ChatCompletionRequest);
+request!(MessagesRequest);
+
+/// Bodies sent one after the other as one conversation's turns, each resuming the one before;
+/// every conversion (or error) must equal a cold one.
+struct Turns<R> {
+    kept: Option<(String, Kept)>,
+    options: deepseek_model::ConversionOptions,
+    request: std::marker::PhantomData<R>,
+}
+
+impl<R: Request> Turns<R> {
+    fn new() -> Self {
+        Self {
+            kept: None,
+            options: deepseek_model::ConversionOptions::default(),
+            request: std::marker::PhantomData,
+        }
+    }
+
+    fn next(&mut self, body: String) -> Result<deepseek_model::ConversationRequest, String> {
+        let request = match &self.kept {
+            Some((earlier, kept)) => {
+                let (request, kept) = R::resume_body(body.as_bytes(), earlier.as_bytes(), kept);
+                self.kept = Some((body.clone(), kept));
                 request
             }
             None => {
-                let request =
-                    ChatCompletionRequest::from_value(intake::parse_json(body.as_bytes()).unwrap())
-                        .unwrap();
-                kept = Some((body.clone(), request.keep(body.as_bytes()).unwrap()));
+                let request = R::cold(body.as_bytes());
+                self.kept = Some((body.clone(), request.keep_body(body.as_bytes())));
                 request
             }
         };
-        let converted = request.convert(&options).unwrap();
-        assert_eq!(converted, cold(&body));
+        let converted = request.convert_with(&self.options);
+        assert_eq!(
+            converted,
+            R::cold(body.as_bytes()).convert_with(&self.options)
+        );
         converted
-    };
+    }
+}
+
+/// How many leading messages two conversions share (the same values, not equal copies).
+fn shared(
+    a: &deepseek_model::ConversationRequest,
+    b: &deepseek_model::ConversationRequest,
+) -> usize {
+    a.conversation
+        .messages
+        .iter()
+        .zip(&b.conversation.messages)
+        .take_while(|(a, b)| Arc::ptr_eq(a, b))
+        .count()
+}
+
+#[test]
+fn a_resumed_chat_turn_holds_the_messages_the_earlier_turn_converted() {
+    let mut turns = Turns::<ChatCompletionRequest>::new();
+    let mut next = |body: String| turns.next(body).unwrap();
     let first = next(chat_turn(40, "DeepSeek-V4-Pro", ""));
     let second = next(chat_turn(41, "DeepSeek-V4-Pro", ""));
     let third = next(chat_turn(42, "DeepSeek-V4-Pro", ""));
-    let shared = |a: &ConversationRequest, b: &ConversationRequest| {
-        a.conversation
-            .messages
-            .iter()
-            .zip(&b.conversation.messages)
-            .take_while(|(a, b)| Arc::ptr_eq(a, b))
-            .count()
-    };
     // A kept message's first conversion is remembered (its filled reasoning included), and
     // every later turn holds it: all but the earlier body's last message (the question the
     // next body changes at that place) are the earlier turn's own.
@@ -426,4 +476,101 @@ fn a_resumed_chat_turn_holds_the_messages_the_earlier_turn_converted() {
         r#","thinking":{"type":"disabled"}"#,
     ));
     assert_eq!(shared(&after, &plain), 0);
+}
+
+/// Messages bodies of one conversation: `turns` rounds of a question, an assistant that thinks
+/// and calls a tool, and the tool's result; then `tail` (more messages, JSON).
+fn messages_turn(turns: usize, tail: &str) -> String {
+    let mut messages = Vec::new();
+    for turn in 0..turns {
+        messages.push(format!(r#"{{"role":"user","content":"question {turn}"}}"#));
+        messages.push(format!(
+            r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"hm {turn}","signature":"s"}},{{"type":"text","text":"let me look"}},{{"type":"tool_use","id":"toolu_{turn}","name":"read","input":{{"path":"f{turn}"}}}}]}}"#
+        ));
+        messages.push(format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{turn}","content":"line {turn}"}},{{"type":"text","text":"go on"}}]}}"#
+        ));
+    }
+    let tail = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(",{tail}")
+    };
+    format!(
+        r#"{{"model":"DeepSeek-V4-Pro","max_tokens":100,"system":"Be brief.","tools":[{{"name":"read","input_schema":{{"type":"object"}}}}],"messages":[{}{tail}]}}"#,
+        messages.join(",")
+    )
+}
+
+#[test]
+fn a_resumed_messages_turn_holds_the_messages_the_earlier_turn_converted() {
+    let mut turns = Turns::<MessagesRequest>::new();
+    let first = turns.next(messages_turn(30, "")).unwrap();
+    let second = turns.next(messages_turn(31, "")).unwrap();
+    let third = turns.next(messages_turn(32, "")).unwrap();
+    // The top-level system is converted anew every time (it is not a message of the list);
+    // after it, everything the earlier turn converted is shared (each round is three messages
+    // here and four converted: question, assistant, tool result, text).
+    assert_eq!(shared(&first, &second), 0);
+    let skip = |a: &deepseek_model::ConversationRequest,
+                b: &deepseek_model::ConversationRequest| {
+        a.conversation.messages[1..]
+            .iter()
+            .zip(&b.conversation.messages[1..])
+            .take_while(|(a, b)| Arc::ptr_eq(a, b))
+            .count()
+    };
+    assert_eq!(skip(&first, &second), first.conversation.messages.len() - 1);
+    assert_eq!(
+        skip(&second, &third),
+        second.conversation.messages.len() - 1
+    );
+    // A turn that ends with the assistant's call unanswered: the error a cold parse gives
+    // (the pairing is checked again over the shared messages, whose conversion is reused).
+    let call = r#"{"role":"user","content":"question 32"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_x","name":"read","input":{}}]}"#;
+    let error = turns.next(messages_turn(32, call)).unwrap_err();
+    assert!(error.contains("toolu_x"), "{error}");
+    // And a result that answers no call, after shared messages.
+    let orphan = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_y","content":"?"}]}"#;
+    let error = turns.next(messages_turn(32, orphan)).unwrap_err();
+    assert!(error.contains("toolu_y"), "{error}");
+    // A shared call left last (its result dropped): the reused conversion is paired again as
+    // the last message.
+    let whole = messages_turn(33, "");
+    turns.next(whole.clone()).unwrap();
+    let cut = whole
+        .rfind(r#",{"role":"user","content":[{"type":"tool_result""#)
+        .unwrap();
+    let error = turns.next(format!("{}]}}", &whole[..cut])).unwrap_err();
+    assert!(error.contains("toolu_32"), "{error}");
+}
+
+#[test]
+fn a_messages_turn_converts_again_what_names_the_tools() {
+    // A tool result that references a tool needs the tool declared: when the tools change
+    // after the messages, the shared message is converted (and checked) again.
+    let body = |rounds: usize, tools: &str| {
+        let mut messages = vec![
+            r#"{"role":"user","content":"find a tool"}"#.to_owned(),
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"toolu_s","name":"search","input":{}}]}"#.to_owned(),
+            r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s","content":[{"type":"tool_reference","tool_name":"read"}]}]}"#.to_owned(),
+        ];
+        for round in 0..rounds {
+            messages.push(format!(
+                r#"{{"role":"assistant","content":"step {round}"}}"#
+            ));
+            messages.push(format!(r#"{{"role":"user","content":"more {round}"}}"#));
+        }
+        format!(
+            r#"{{"model":"DeepSeek-V4.1-Flash","max_tokens":100,"messages":[{}],"tools":[{tools}]}}"#,
+            messages.join(",")
+        )
+    };
+    let search = r#"{"name":"search","input_schema":{"type":"object"}}"#;
+    let both = format!(r#"{search},{{"name":"read","input_schema":{{"type":"object"}}}}"#);
+    let mut turns = Turns::<MessagesRequest>::new();
+    turns.next(body(20, &both)).unwrap();
+    turns.next(body(21, &both)).unwrap();
+    let error = turns.next(body(22, search)).unwrap_err();
+    assert!(error.contains("'read' not found"), "{error}");
 }
