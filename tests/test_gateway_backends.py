@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import deepseek_recipe as dr
-from deepseek_recipe.backends import Backend
+from deepseek_recipe.backends import Backend, json_body
 from deepseek_recipe.backends._http import without_stop_ids
 from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.backends.pool import BackendPool
@@ -96,6 +96,30 @@ def test_long_prompts_reach_the_engine_whole(
         assert httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
     expected = frontend.prepare("chat", json.dumps(body)).prompt_ids
     assert len(expected) > 16_384 and engine.requests[-1]["prompt"] == expected
+
+
+def test_engine_bodies_write_the_ids_last_from_the_kept_json(frontend: Frontend) -> None:
+    """``json_body``: the fields, then the ids, as one JSON object, whether the ids are the
+    core's (their JSON kept and copied once) or a plain list; a turn that extends a kept
+    prompt writes only its own ids' JSON for the first time."""
+    first = {"model": MODEL, "messages": [{"role": "user", "content": "many words " * 3_000}]}
+    second = {
+        **first,
+        "messages": [*first["messages"], {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}],
+    }
+    fields = {"model": "m", "stream": True, "n": 2, "structured_outputs": {"regex": "[a-z]+"}}
+    earlier = frontend.prepare("chat", json.dumps(first)).prompt_ids
+    assert 0 < earlier.unwritten_json() <= len(earlier)
+    for key in ("prompt", "input_ids"):
+        body = json_body(fields, key, earlier)
+        assert json.loads(body) == {**fields, key: earlier.tolist()}
+        assert list(json.loads(body)) == [*fields, key]
+        assert body == json_body(fields, key, earlier.tolist())
+    assert earlier.unwritten_json() == 0
+    ids = frontend.prepare("chat", json.dumps(second)).prompt_ids
+    assert 0 < ids.unwritten_json() < 100 < len(earlier) < len(ids)
+    assert json.loads(json_body({}, "prompt", ids)) == {"prompt": ids.tolist()}
+    assert ids.json_between(b"", b"") == ids.to_json() == json.dumps(ids.tolist(), separators=(",", ":")).encode()
 
 
 def test_completions_backend_passes_output_constraints(

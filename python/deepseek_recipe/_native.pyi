@@ -487,6 +487,12 @@ class TokenIds:
     def tolist(self) -> list[int]: ...
     def to_json(self) -> bytes:
         """The JSON array of the ids (``[0,1,2]``), without a Python int per id."""
+    def unwritten_json(self) -> int:
+        """How many ids :meth:`to_json` would write as JSON for the first time (the JSON of an
+        encoded prompt's ids is kept, and copied by every later prompt that extends it)."""
+    def json_between(self, before: bytes, after: bytes) -> bytes:
+        """``before``, :meth:`to_json`'s array and ``after`` as one bytes object (one copy of
+        the ids' JSON kept for an encoded prompt)."""
     def index(self, value: int, start: int = 0) -> int:
         """The first position of ``value`` at or after ``start`` (``ValueError`` if absent)."""
     def block_hashes(self, block_size: int = 128) -> list[int]:

@@ -21,7 +21,7 @@ import base64
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import orjson
 
@@ -120,9 +120,15 @@ def image_data_url(webp: bytes) -> str:
     return "data:image/webp;base64," + base64.b64encode(webp).decode("ascii")
 
 
-def ids_json(ids: TokenIds | Sequence[int]) -> orjson.Fragment:
-    """``ids`` as a JSON array to put in an engine's request body with ``orjson.dumps``."""
-    return orjson.Fragment(ids.to_json() if isinstance(ids, TokenIds) else orjson.dumps(list(ids)))
+def json_body(fields: dict[str, Any], ids_key: str, ids: TokenIds | Sequence[int]) -> bytes:
+    """An engine's JSON request body: ``fields``, then ``ids_key`` with ``ids`` (last). A
+    prompt's ids are megabytes of JSON for a long conversation: they are copied into the body
+    once, from the JSON the core keeps for them."""
+    if not isinstance(ids, TokenIds):
+        return orjson.dumps({**fields, ids_key: list(ids)})
+    head = orjson.dumps({**fields, ids_key: None})
+    null = head.rindex(b"null")  # the last value written: the ids' place
+    return ids.json_between(head[:null], head[null + 4 :])
 
 
 @dataclass

@@ -58,15 +58,18 @@ class _Connection(asyncio.Protocol):
 
     # -- the request's life ---------------------------------------------------------------------
 
-    def start(self, request: bytes) -> None:
-        """Send ``request`` (head and body) and expect its response."""
+    def start(self, head: bytes, body: bytes | None) -> None:
+        """Send a request (its head, then its body: a long body is not copied to join them)
+        and expect its response."""
         assert self.transport is not None
         self._parser = httptools.HttpResponseParser(self)
         self._chunks.clear()
         self._buffered = 0
         self.status, self.headers_done, self.complete, self.received = 0, False, False, False
         self.keep_alive, self._until_close, self.error = False, True, None
-        self.transport.write(request)
+        self.transport.write(head)
+        if body:
+            self.transport.write(body)
 
     async def wait(self) -> None:
         """Until something new happened (data, the end, a failure)."""
@@ -222,14 +225,12 @@ class EngineClient:
         for name, value in headers:
             if b"\r" in name + value or b"\n" in name + value:
                 raise ValueError("a header cannot hold a line break")
-        data = self.head(method, target, headers, None if body is None else len(body))
-        if body:
-            data += body
+        head = self.head(method, target, headers, None if body is None else len(body))
         while True:
             connection, reused = self._take_idle(), True
             if connection is None:
                 connection, reused = await self._connect(), False
-            connection.start(data)
+            connection.start(head, body)
             try:
                 while not connection.headers_done:
                     if connection.error is not None or connection.complete:

@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 import orjson
 
+from deepseek_recipe._native import TokenIds
 from deepseek_recipe.backends import Backend, BackendError, GenerationRequest
 from deepseek_recipe.backends._client import EngineClient, EngineError, EngineResponse
 
@@ -20,7 +21,8 @@ T = TypeVar("T")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
 _INLINE_BODY_IDS = 16_384
-"""Prompts up to this many ids get their request body written on the event loop."""
+"""A request body with up to this many ids to write as JSON (not counting the JSON kept from
+the turn a prompt extends, which is only copied) is written on the event loop."""
 
 HEALTH_TIMEOUT = 2.0
 """Seconds an engine's health check may take before it counts as failed."""
@@ -73,8 +75,9 @@ class HttpBackend(Backend):
         """``None`` once the engine accepted the request, then each ``data:`` JSON object."""
         self._in_flight += 1
         try:
-            if len(request.prompt_ids) > _INLINE_BODY_IDS:
-                # A long prompt's body is megabytes of digits: write it off the event loop.
+            ids = request.prompt_ids
+            if (ids.unwritten_json() if isinstance(ids, TokenIds) else len(ids)) > _INLINE_BODY_IDS:
+                # Writing a long prompt's ids as digits: off the event loop.
                 body = await anyio.to_thread.run_sync(self.body, request)
             else:
                 body = self.body(request)

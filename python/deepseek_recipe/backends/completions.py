@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json
+from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, json_body
 from deepseek_recipe.backends._http import HttpBackend, nonnegative_int, without_stop_ids
 from deepseek_recipe.frontend import FINISH_REASONS, FinishReason
 
@@ -49,7 +49,6 @@ class CompletionsBackend(HttpBackend):
         sampling = request.sampling
         body: dict[str, Any] = {
             "model": self.model or request.model,
-            "prompt": ids_json(request.prompt_ids),
             "max_tokens": sampling.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -74,7 +73,7 @@ class CompletionsBackend(HttpBackend):
             body["structured_outputs"] = {"json": schema} if schema is not None else {"json_object": True}
         elif constraint is not None and constraint.kind == "regex":
             body["structured_outputs"] = {"regex": constraint.schema}
-        return orjson.dumps(body)
+        return json_body(body, "prompt", request.prompt_ids)
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         stop_ids = set(request.stop_token_ids)

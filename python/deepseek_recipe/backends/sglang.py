@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import orjson
-
-from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, ids_json, image_data_url
+from deepseek_recipe.backends import BackendChunk, BackendError, GenerationRequest, image_data_url, json_body
 from deepseek_recipe.backends._http import HttpBackend, nonnegative_int, without_stop_ids
 from deepseek_recipe.frontend import FinishReason
 
@@ -54,7 +52,6 @@ class SGLangBackend(HttpBackend):
         elif constraint is not None and constraint.kind == "regex":
             params["regex"] = constraint.schema
         body: dict[str, Any] = {
-            "input_ids": ids_json(request.prompt_ids),
             "sampling_params": params,
             "stream": True,
             "rid": request.request_id,
@@ -65,7 +62,7 @@ class SGLangBackend(HttpBackend):
         if sampling.logprobs:
             body["return_logprob"] = True
             body["top_logprobs_num"] = sampling.top_logprobs or 0
-        return orjson.dumps(body)
+        return json_body(body, "input_ids", request.prompt_ids)
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
         stop_ids = set(request.stop_token_ids)

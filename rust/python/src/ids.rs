@@ -209,8 +209,43 @@ impl PyTokenIds {
     /// The JSON array of the ids (`[0,1,2]`), as bytes. The ids of a prompt that extends an
     /// earlier one reuse the JSON already written for it.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let json = py.detach(|| self.ids.to_json());
-        Ok(PyBytes::new(py, &json))
+        self.json_between(py, b"", b"")
+    }
+
+    /// How many ids `to_json` would write as JSON for the first time (the rest is copied).
+    fn unwritten_json(&self) -> usize {
+        self.ids.unwritten_json()
+    }
+
+    /// `before`, the JSON array of the ids and `after`, as one bytes object: an engine's
+    /// request body written with one copy of the ids' JSON (kept for an encoded prompt), not
+    /// one per layer that wraps it.
+    fn json_between<'py>(
+        &self,
+        py: Python<'py>,
+        before: &[u8],
+        after: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        // Writing any JSON not kept yet, and finding the kept pieces, needs no GIL.
+        let (pieces, whole) = py.detach(|| match self.ids.json_pieces() {
+            Some(pieces) => (pieces, None),
+            None => (Vec::new(), Some(self.ids.to_json())),
+        });
+        let pieces = match &whole {
+            Some(json) => vec![json.as_slice()],
+            None => pieces,
+        };
+        let len = before.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + after.len();
+        PyBytes::new_with(py, len, |out| {
+            let mut at = 0;
+            for piece in std::iter::once(before).chain(pieces.iter().copied()).chain([after]) {
+                if let Some(place) = out.get_mut(at..at + piece.len()) {
+                    place.copy_from_slice(piece);
+                }
+                at += piece.len();
+            }
+            Ok(())
+        })
     }
 
     /// The ids from `start` on as little-endian `u32`s (4 bytes each), for storage.

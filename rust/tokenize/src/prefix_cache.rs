@@ -392,9 +392,29 @@ impl Encoded {
         self.shared_specials(prompt, ranges, 0, same_bytes)
     }
 
-    /// Append the ids as JSON, each followed by a comma (see [`IdsJson`]).
-    pub(crate) fn push_json(&self, out: &mut Vec<u8>) {
+    /// The ids as JSON, each followed by a comma (see [`IdsJson`]), in pieces to concatenate
+    /// (written once per link, then borrowed).
+    pub(crate) fn push_json<'a>(&'a self, out: &mut Vec<&'a [u8]>) {
         self.push_json_through(self.ids_len(), out);
+    }
+
+    /// How many of the ids have no JSON written yet ([`Encoded::push_json`] writes it).
+    pub(crate) fn unwritten_json(&self) -> usize {
+        self.unwritten_json_through(self.ids_len())
+    }
+
+    fn unwritten_json_through(&self, count: usize) -> usize {
+        let (_, _, base_ids) = self.base_counts();
+        let base = self
+            .base
+            .as_ref()
+            .map_or(0, |base| base.entry.unwritten_json_through(count.min(base_ids)));
+        let own = if self.json.get().is_none() {
+            count.saturating_sub(base_ids)
+        } else {
+            0
+        };
+        base + own
     }
 
     /// The length of [`Encoded::push_json`]'s output.
@@ -406,13 +426,13 @@ impl Encoded {
         self.json.get_or_init(|| IdsJson::of(&self.ids))
     }
 
-    fn push_json_through(&self, count: usize, out: &mut Vec<u8>) {
+    fn push_json_through<'a>(&'a self, count: usize, out: &mut Vec<&'a [u8]>) {
         let (_, _, base_ids) = self.base_counts();
         if let Some(base) = &self.base {
             base.entry.push_json_through(count.min(base_ids), out);
         }
         if count > base_ids {
-            out.extend_from_slice(self.own_json().through(count - base_ids));
+            out.push(self.own_json().through(count - base_ids));
         }
     }
 

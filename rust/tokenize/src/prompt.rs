@@ -396,23 +396,59 @@ impl PromptIds {
 
     /// Append [`PromptIds::to_json`]'s output to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.push(b'[');
         match &self.0 {
             Held::Whole(ids) => {
+                let start = out.len();
+                out.push(b'[');
                 let mut digits = itoa::Buffer::new();
                 for &id in ids {
                     out.extend_from_slice(digits.format(id).as_bytes());
                     out.push(b',');
                 }
+                let written = out.len() > start + 1;
+                match out.last_mut() {
+                    Some(last) if *last == b',' && written => *last = b']',
+                    _ => out.push(b']'),
+                }
             }
-            Held::Linked(entry) => entry.push_json(out),
+            Held::Linked(_) => {
+                for piece in self.json_pieces().unwrap_or_default() {
+                    out.extend_from_slice(piece);
+                }
+            }
         }
-        let written = out.len() > start + 1;
-        match out.last_mut() {
-            Some(last) if *last == b',' && written => *last = b']',
-            _ => out.push(b']'),
+    }
+
+    /// How many ids [`PromptIds::to_json`] would write as JSON for the first time (the rest
+    /// is copied from JSON kept for an encoded prompt).
+    pub fn unwritten_json(&self) -> usize {
+        match &self.0 {
+            Held::Whole(ids) => ids.len(),
+            Held::Linked(entry) => entry.unwritten_json(),
         }
+    }
+
+    /// [`PromptIds::to_json`]'s output in pieces to concatenate, borrowed from the JSON kept
+    /// for an encoded prompt (`None` for ids that are not kept: [`PromptIds::write_json`]
+    /// writes those). Writing a kept prompt's JSON is then one copy, into wherever the
+    /// caller wants it.
+    pub fn json_pieces(&self) -> Option<Vec<&[u8]>> {
+        let Held::Linked(entry) = &self.0 else {
+            return None;
+        };
+        let mut pieces: Vec<&[u8]> = vec![b"["];
+        entry.push_json(&mut pieces);
+        // Every id is followed by a comma: the last one's becomes the closing bracket.
+        match pieces.iter().rposition(|piece| !piece.is_empty()) {
+            Some(last) if last > 0 => {
+                if let Some(piece) = pieces.get_mut(last) {
+                    *piece = piece.get(..piece.len() - 1).unwrap_or_default();
+                }
+            }
+            _ => {}
+        }
+        pieces.push(b"]");
+        Some(pieces)
     }
 
     /// The ids in one vector (copied only when they are shared).

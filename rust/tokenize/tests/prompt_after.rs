@@ -58,8 +58,13 @@ fn check(
     let fresh = tokenizer.encode_prompt_sequential(prompt, ranges).unwrap();
     let got = ids.clone().into_vec();
     assert_eq!(got, fresh, "{what}: ids");
+    let unwritten = ids.unwritten_json();
+    assert!(unwritten <= fresh.len(), "{what}: unwritten JSON");
     assert_eq!(ids.to_json(), json_of(&fresh), "{what}: JSON");
+    assert_eq!(ids.unwritten_json(), 0, "{what}: JSON written once");
     assert_eq!(ids.json_len(), ids.to_json().len(), "{what}: JSON length");
+    let pieces = ids.json_pieces().expect("an encoded prompt's JSON is kept");
+    assert_eq!(pieces.concat(), json_of(&fresh), "{what}: JSON pieces");
 }
 
 #[test]
@@ -209,7 +214,10 @@ fn json_of_whole_and_empty_ids() {
         let whole = PromptIds::from(ids.clone());
         assert_eq!(whole.to_json(), json_of(&ids));
         assert_eq!(whole.json_len(), json_of(&ids).len());
+        assert_eq!(whole.unwritten_json(), ids.len(), "whole ids are written every time");
+        assert!(whole.json_pieces().is_none());
     }
     let empty = tokenizer.encode_prompt_ids_after("", &[], None).unwrap();
     assert_eq!(empty.to_json(), b"[]");
+    assert_eq!(empty.json_pieces().unwrap().concat(), b"[]");
 }
