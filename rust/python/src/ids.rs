@@ -235,10 +235,14 @@ impl PyTokenIds {
             Some(json) => vec![json.as_slice()],
             None => pieces,
         };
-        let len = before.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + after.len();
+        let len =
+            before.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + after.len();
         PyBytes::new_with(py, len, |out| {
             let mut at = 0;
-            for piece in std::iter::once(before).chain(pieces.iter().copied()).chain([after]) {
+            for piece in std::iter::once(before)
+                .chain(pieces.iter().copied())
+                .chain([after])
+            {
                 if let Some(place) = out.get_mut(at..at + piece.len()) {
                     place.copy_from_slice(piece);
                 }

@@ -405,10 +405,9 @@ impl Encoded {
 
     fn unwritten_json_through(&self, count: usize) -> usize {
         let (_, _, base_ids) = self.base_counts();
-        let base = self
-            .base
-            .as_ref()
-            .map_or(0, |base| base.entry.unwritten_json_through(count.min(base_ids)));
+        let base = self.base.as_ref().map_or(0, |base| {
+            base.entry.unwritten_json_through(count.min(base_ids))
+        });
         let own = if self.json.get().is_none() {
             count.saturating_sub(base_ids)
         } else {

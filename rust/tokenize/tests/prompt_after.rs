@@ -214,7 +214,11 @@ fn json_of_whole_and_empty_ids() {
         let whole = PromptIds::from(ids.clone());
         assert_eq!(whole.to_json(), json_of(&ids));
         assert_eq!(whole.json_len(), json_of(&ids).len());
-        assert_eq!(whole.unwritten_json(), ids.len(), "whole ids are written every time");
+        assert_eq!(
+            whole.unwritten_json(),
+            ids.len(),
+            "whole ids are written every time"
+        );
         assert!(whole.json_pieces().is_none());
     }
     let empty = tokenizer.encode_prompt_ids_after("", &[], None).unwrap();
