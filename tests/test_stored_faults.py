@@ -201,3 +201,36 @@ def test_a_read_only_or_full_sqlite_gives_a_clear_503(tmp_path: Path, tokenizer:
         with store._lock:
             connection.execute("PRAGMA max_page_count = 1073741823")
         assert oai.responses.create(model=MODEL, input="more", previous_response_id=first.id).status == "completed"
+
+
+def test_a_previous_response_gone_elsewhere_is_gone_for_a_gateway_that_holds_its_state(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    """A gateway encodes a turn from the previous turn's state in memory while the store says
+    whether that response still stands: a response deleted through another gateway is 404
+    there too, before any error of the new input, exactly as from a gateway that must read it
+    (the answers are compared)."""
+    frontend = Frontend(tokenizer)
+    store = str(tmp_path / "store.sqlite3")
+    gateways = [
+        Gateway(settings=GatewaySettings(log_requests=False, store="sqlite://" + store), frontend=frontend)
+        for _ in range(3)
+    ]
+    with serving(gateways[0]) as holder, serving(gateways[1]) as other, serving(gateways[2]) as reader:
+        first = client(holder.url).responses.create(model=MODEL, input="hello")
+        follow = client(holder.url).responses.create(model=MODEL, input="more", previous_response_id=first.id)
+        assert follow.status == "completed"
+        assert httpx.delete(other.url + f"/v1/responses/{first.id}", timeout=30).status_code == 200
+        bad_input = [{"type": "function_call_output", "call_id": "call_nope", "output": "x"}]  # answers no call
+        for given in ("again", bad_input):
+            body = {"model": MODEL, "input": given, "previous_response_id": first.id}
+            held = httpx.post(holder.url + "/v1/responses", json=body, timeout=30)
+            read = httpx.post(reader.url + "/v1/responses", json=body, timeout=30)
+            assert held.status_code == read.status_code == 404, held.text
+            assert held.json() == read.json()
+        # A bad new input after a response that stands: the input's own error, both ways.
+        body = {"model": MODEL, "input": bad_input, "previous_response_id": follow.id}
+        held = httpx.post(holder.url + "/v1/responses", json=body, timeout=30)
+        read = httpx.post(reader.url + "/v1/responses", json=body, timeout=30)
+        assert held.status_code == read.status_code == 400, held.text
+        assert held.json() == read.json()

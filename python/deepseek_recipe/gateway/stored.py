@@ -20,6 +20,7 @@ it; another key gets 404.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import secrets
@@ -80,6 +81,18 @@ def _not_found(what: str, ident: str) -> GatewayError:
     return GatewayError("not_found", f"{what} with id '{ident[:64]}' not found.")
 
 
+async def _standing(check: asyncio.Future[ResponseRecord | None], response_id: str) -> str:
+    """The thread of the previous response ``check`` reads, once it answers: 503 when the
+    store is unreachable, 404 when the response is gone."""
+    try:
+        record = await check
+    except StoreUnavailable as error:
+        raise _unavailable(error) from None
+    if record is None or record.deleted:
+        raise _not_found("Previous response", response_id)
+    return record.thread_id
+
+
 @dataclass(frozen=True)
 class TurnState:
     """What continuing a stored turn needs: the items so far, converted, and the prompt's ids
@@ -93,6 +106,8 @@ class TurnState:
     prompt_depth: int
     #: Conversation mode: the conversation's version this state is of.
     version: int | None = None
+    #: The API key's owner the state was made for.
+    owner: str = ""
 
     @property
     def size(self) -> int:
@@ -242,29 +257,47 @@ class StoredResponses:
             )
         store = await self._store()
         now = int(time.time())
-        state: TurnState | None = None
-        thread_id: str | None = None
-        try:
-            if fields.previous_response_id is not None:
-                state, thread_id = await self._response_state(store, owner, fields.previous_response_id, now)
-            elif fields.conversation is not None:
-                state = await self._conversation_state(store, owner, fields.conversation, now)
-                thread_id = fields.conversation
-        except StoreUnavailable as error:
-            raise _unavailable(error) from None
         stored_state = (store_it, fields.previous_response_id, fields.conversation, fields.metadata)
-        history = state.history if state is not None else ResponsesHistory()
 
-        def encode() -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
+        def encode(state: TurnState | None) -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
             return self.frontend.encode_continuing(
                 request,
-                history,
+                state.history if state is not None else ResponsesHistory(),
                 previous=state.encoded if state is not None else None,
                 stored_ids=state.stored_ids if state is not None and state.encoded is None else None,
                 stored_state=stored_state,
             )
 
-        request_encoded, after, encoded = await run(encode)
+        state: TurnState | None = None
+        thread_id: str | None = None
+        previous_id = fields.previous_response_id
+        hot = self.hot.get(previous_id) if previous_id is not None else None
+        if previous_id is not None and hot is not None and hot.owner == owner:
+            # The previous turn's state is in memory: the store is asked whether that response
+            # still stands while the turn is encoded, and answers first as it would if asked
+            # before (a 503 or 404 before any error of the new input).
+            state = hot
+            check = asyncio.ensure_future(store.get_response(owner, previous_id, now))
+            check.add_done_callback(lambda done: done.cancelled() or done.exception())
+            try:
+                request_encoded, after, encoded = await run(lambda: encode(hot))
+            except GatewayError:
+                thread_id = await _standing(check, previous_id)
+                raise
+            except BaseException:
+                check.cancel()
+                raise
+            thread_id = await _standing(check, previous_id)
+        else:
+            try:
+                if previous_id is not None:
+                    state, thread_id = await self._response_state(store, owner, previous_id, now)
+                elif fields.conversation is not None:
+                    state = await self._conversation_state(store, owner, fields.conversation, now)
+                    thread_id = fields.conversation
+            except StoreUnavailable as error:
+                raise _unavailable(error) from None
+            request_encoded, after, encoded = await run(lambda: encode(state))
         if not store_it:
             return request_encoded, None
         turn = Turn(
@@ -305,7 +338,7 @@ class StoredResponses:
             items += orjson.loads(link.response).get("output", [])
         history = await anyio.to_thread.run_sync(ResponsesHistory.from_json, orjson.dumps(items))
         ids = await self._stored_prompt(store, owner, record.id)
-        return TurnState(history, None, ids, record.id, record.prompt_depth)
+        return TurnState(history, None, ids, record.id, record.prompt_depth, owner=owner)
 
     async def _stored_prompt(self, store: Store, owner: str, response_id: str) -> bytes:
         ids = b""
@@ -332,7 +365,7 @@ class StoredResponses:
         if base is not None:
             record = await store.get_response(owner, base, now)
             depth = record.prompt_depth if record is not None else MAX_PROMPT_DEPTH
-        state = TurnState(history, None, ids or None, base, depth, conversation.version)
+        state = TurnState(history, None, ids or None, base, depth, conversation.version, owner=owner)
         self.hot.put(key, state)
         return state
 
@@ -396,14 +429,14 @@ class StoredResponses:
             raise _unavailable(error) from None
         except StoreNotFound:
             raise _not_found("Conversation", turn.conversation_id or "") from None
-        state = TurnState(history, turn.encoded, None, response_id, depth)
+        state = TurnState(history, turn.encoded, None, response_id, depth, owner=turn.owner)
         self.hot.put(response_id, state)
         if turn.conversation_id is not None:
             conversation = await store.get_conversation(turn.owner, turn.conversation_id, now)
             if conversation is not None:
                 self.hot.put(
                     "conversation:" + turn.conversation_id,
-                    TurnState(history, turn.encoded, None, response_id, depth, conversation.version),
+                    TurnState(history, turn.encoded, None, response_id, depth, conversation.version, owner=turn.owner),
                 )
 
     # -- routes --------------------------------------------------------------------------------
