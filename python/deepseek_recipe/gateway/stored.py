@@ -279,6 +279,7 @@ class StoredResponses:
             state = hot
             check = asyncio.ensure_future(store.get_response(owner, previous_id, now))
             check.add_done_callback(lambda done: done.cancelled() or done.exception())
+            await asyncio.sleep(0)  # the read is on its way before a short body is encoded on the loop
             try:
                 request_encoded, after, encoded = await run(lambda: encode(hot))
             except GatewayError:
