@@ -29,11 +29,14 @@ protocol's events as it arrives (``exchange.py``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import anyio
@@ -98,6 +101,8 @@ _ROUTES: dict[str, tuple[str, Protocol | None]] = {
 # less than handing the work to a thread and back. Larger ones go to a worker thread. Images
 # are never resolved on the loop, whatever the body's size (their downloads take seconds).
 _INLINE_PREPARE_BYTES = 16 * 1024
+# Threads that encode long bodies (as many as anyio's default for its worker threads).
+_ENCODE_THREADS = 40
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
 
 
@@ -134,9 +139,11 @@ class Gateway:
         self._created = int(time.time())
         at_root = app is None if page_at_root is None else page_at_root
         self._webui = WebUI(self.intake, at_root=at_root) if self.settings.webui else None
-        # Image downloads and decoding get threads of their own, so hosts that hang cannot take
-        # the threads other requests are encoded in.
-        self._image_limiter = anyio.CapacityLimiter(self.settings.image_workers)
+        # Long bodies are encoded in threads of the gateway's own. Image downloads and decoding
+        # get threads of their own too, so hosts that hang cannot take the threads other
+        # requests are encoded in.
+        self._encode_pool = ThreadPoolExecutor(_ENCODE_THREADS, thread_name_prefix="deepseek-recipe-encode")
+        self._image_pool = ThreadPoolExecutor(self.settings.image_workers, thread_name_prefix="deepseek-recipe-images")
         self._hosts = _allowed_hosts(self.settings)
         self._ours: Callable[[Scope, Receive, Send], Any] = self._serve
         if self.settings.cors_origins:
@@ -404,13 +411,13 @@ class Gateway:
         client that leaves meanwhile cancels the conversion)."""
         if size <= _INLINE_PREPARE_BYTES:
             return self.intake.checked(encode)
-        return await _off_loop(receive, None, self.intake.checked, encode)
+        return await _off_loop(receive, self._encode_pool, self.intake.checked, encode)
 
     async def _images_async(self, encoded: EncodedRequest, receive: Receive) -> MultiModalData | None:
         """The request's images, resolved in the image pool (never on the loop)."""
         if not encoded.image_sources:
             return None
-        return await _off_loop(receive, self._image_limiter, self.intake.checked, self.frontend.resolve_images, encoded)
+        return await _off_loop(receive, self._image_pool, self.intake.checked, self.frontend.resolve_images, encoded)
 
     async def _stored_route(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stored responses and conversations (``stored.py``), in OpenAI's error shape."""
@@ -476,39 +483,46 @@ class Gateway:
             logger.info(orjson.dumps(line).decode())
 
 
-async def _off_loop(receive: Receive, limiter: anyio.CapacityLimiter | None, call: Callable[..., T], *args: Any) -> T:
-    """``call(*args)`` in a worker thread (of ``limiter``'s, else the default pool), with a
-    :class:`CancelToken` installed: a client that leaves meanwhile cancels the token (a
-    conversion stops at its next check) and a call still waiting for a thread."""
+async def _off_loop(receive: Receive, pool: Executor, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` in a thread of ``pool``, with a :class:`CancelToken` installed: a client
+    that leaves meanwhile cancels the token (a conversion stops at its next check) and a call
+    still waiting for a thread; a call already running is waited for. Plain asyncio: a hand-off
+    to a thread and back costs a fraction of what a task group around ``anyio.to_thread``
+    costs, most of all in a process that has been idle."""
     token = CancelToken()
-    gone = False
-    result: list[T] = []
-    failure: list[Exception] = []
 
     def work() -> T:
         with token:
             return call(*args)
 
-    async def watch(scope: anyio.CancelScope) -> None:
-        nonlocal gone
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        gone = True
+    job = pool.submit(contextvars.copy_context().run, work)
+    running = asyncio.wrap_future(job)
+    watch = asyncio.get_running_loop().create_task(_disconnect(receive))
+    try:
+        await asyncio.wait((running, watch), return_when=asyncio.FIRST_COMPLETED)
+        if not running.done():  # the client left
+            token.cancel()
+            if not job.cancel():  # it runs: wait for it (it stops at the token's next check)
+                await asyncio.wait((running,))
+                if not running.cancelled():
+                    running.exception()  # retrieved: what a call cut short raised is not news
+            raise ClientGone
+        return running.result()
+    except asyncio.CancelledError:
         token.cancel()
-        scope.cancel()  # a thread already running is waited for
+        if not job.cancel():
+            await asyncio.wait((running,))
+        raise
+    finally:
+        watch.cancel()
+        if watch.done() and not watch.cancelled():
+            watch.exception()  # a receive that failed: the client is gone either way
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(watch, group.cancel_scope)
-        try:
-            result.append(await anyio.to_thread.run_sync(work, limiter=limiter))
-        except Exception as error:  # raised here, not inside the group
-            failure.append(error)
-        group.cancel_scope.cancel()
-    if gone:
-        raise ClientGone
-    if failure:
-        raise failure[0]
-    return result[0]
+
+async def _disconnect(receive: Receive) -> None:
+    """Until the client is gone."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _allowed_hosts(settings: GatewaySettings) -> frozenset[str] | None:
