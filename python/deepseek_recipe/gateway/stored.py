@@ -81,16 +81,20 @@ def _not_found(what: str, ident: str) -> GatewayError:
     return GatewayError("not_found", f"{what} with id '{ident[:64]}' not found.")
 
 
-async def _standing(check: asyncio.Future[ResponseRecord | None], response_id: str) -> str:
-    """The thread of the previous response ``check`` reads, once it answers: 503 when the
-    store is unreachable, 404 when the response is gone."""
-    try:
-        record = await check
-    except StoreUnavailable as error:
-        raise _unavailable(error) from None
+def _standing(record: ResponseRecord | None, response_id: str) -> ResponseRecord:
+    """The previous response's record, read from the store: 404 when it is gone."""
     if record is None or record.deleted:
         raise _not_found("Previous response", response_id)
-    return record.thread_id
+    return record
+
+
+async def _standing_read(read: asyncio.Future[ResponseRecord | None], response_id: str) -> str:
+    """The thread of the previous response ``read`` reads, once it answers: 503 when the store
+    is unreachable, 404 when the response is gone."""
+    try:
+        return _standing(await read, response_id).thread_id
+    except StoreUnavailable as error:
+        raise _unavailable(error) from None
 
 
 @dataclass(frozen=True)
@@ -283,12 +287,12 @@ class StoredResponses:
             try:
                 request_encoded, after, encoded = await run(lambda: encode(hot))
             except GatewayError:
-                thread_id = await _standing(check, previous_id)
+                await _standing_read(check, previous_id)
                 raise
             except BaseException:
                 check.cancel()
                 raise
-            thread_id = await _standing(check, previous_id)
+            thread_id = await _standing_read(check, previous_id)
         else:
             try:
                 if previous_id is not None:
@@ -316,9 +320,7 @@ class StoredResponses:
         return request_encoded, turn
 
     async def _response_state(self, store: Store, owner: str, response_id: str, now: int) -> tuple[TurnState, str]:
-        record = await store.get_response(owner, response_id, now)
-        if record is None or record.deleted:
-            raise _not_found("Previous response", response_id)
+        record = _standing(await store.get_response(owner, response_id, now), response_id)
         state = self.hot.get(response_id)
         if state is None:
             state = await self._load_response_state(store, owner, record, now)
