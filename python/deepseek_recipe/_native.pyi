@@ -493,6 +493,15 @@ class TokenIds:
     def json_between(self, before: bytes, after: bytes) -> bytes:
         """``before``, :meth:`to_json`'s array and ``after`` as one bytes object (one copy of
         the ids' JSON kept for an encoded prompt)."""
+    def unwritten_varints(self) -> int:
+        """How many ids :meth:`protobuf_between` would write as varints for the first time
+        (kept and reused like the JSON)."""
+    def protobuf_between(self, before: bytes, fields: Sequence[int], after: bytes) -> bytes:
+        """``before``, the ids as a packed ``repeated uint32`` protobuf field, and ``after`` as
+        one bytes object. ``fields`` are field numbers from the outer message in: ``[2, 2]``
+        is field 2 (the ids) of the message in field 2 of the message ``before`` and
+        ``after`` are serialized fields of. ``ValueError`` for no field or a number outside
+        1 to 2^29 - 1."""
     def index(self, value: int, start: int = 0) -> int:
         """The first position of ``value`` at or after ``start`` (``ValueError`` if absent)."""
     def block_hashes(self, block_size: int = 128) -> list[int]:

@@ -4,13 +4,16 @@
 //! [`SHARED_IDS`] (every id of the DeepSeek vocabularies) instead reuse ints made once per
 //! process, so the list is built by reference counting alone. Ids above it get their own.
 
-use deepseek_tokenize::PromptIds;
+use deepseek_tokenize::{push_varint, IdsFormat, PromptIds};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList};
 
 /// Ids up to here share their int (a little above the DeepSeek vocabularies, ~129k).
 const SHARED_IDS: u32 = 1 << 18;
+
+/// The largest protobuf field number.
+const MAX_FIELD: u32 = (1 << 29) - 1;
 
 static INTS: PyOnceLock<Vec<Py<PyInt>>> = PyOnceLock::new();
 
@@ -235,21 +238,53 @@ impl PyTokenIds {
             Some(json) => vec![json.as_slice()],
             None => pieces,
         };
-        let len =
-            before.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + after.len();
-        PyBytes::new_with(py, len, |out| {
-            let mut at = 0;
-            for piece in std::iter::once(before)
-                .chain(pieces.iter().copied())
-                .chain([after])
-            {
-                if let Some(place) = out.get_mut(at..at + piece.len()) {
-                    place.copy_from_slice(piece);
-                }
-                at += piece.len();
-            }
-            Ok(())
-        })
+        concatenated(py, before, &pieces, after)
+    }
+
+    /// How many ids `protobuf_between` would write as varints for the first time (the rest
+    /// is copied).
+    fn unwritten_varints(&self) -> usize {
+        self.ids.unwritten(IdsFormat::Varints)
+    }
+
+    /// `before`, the ids as a packed `repeated uint32` protobuf field, and `after`, as one
+    /// bytes object: a gRPC engine's request written with one copy of the ids' varints (kept
+    /// for an encoded prompt, like their JSON). `fields` are the field numbers from the outer
+    /// message in: `[2, 2]` is field 2 (the ids) of the message in field 2 of the one that
+    /// `before` and `after` belong to. Protobuf reads fields in any order, so `before` and
+    /// `after` may be any serialized fields of the outer message.
+    fn protobuf_between<'py>(
+        &self,
+        py: Python<'py>,
+        before: &[u8],
+        fields: Vec<u32>,
+        after: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        if fields.is_empty() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "fields must name at least the ids' own field",
+            ));
+        }
+        if fields.iter().any(|&field| field == 0 || field > MAX_FIELD) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a protobuf field number is between 1 and 2^29 - 1",
+            ));
+        }
+        let pieces = py.detach(|| self.ids.varint_pieces());
+        let payload: usize = pieces.iter().map(|piece| piece.len()).sum();
+        // Each field's tag and length, innermost first; each length counts what is inside.
+        let mut heads: Vec<Vec<u8>> = Vec::with_capacity(fields.len());
+        let mut inside = payload;
+        for &field in fields.iter().rev() {
+            let mut head = Vec::with_capacity(10);
+            push_varint(u64::from(field) << 3 | 2, &mut head);
+            push_varint(inside as u64, &mut head);
+            inside += head.len();
+            heads.push(head);
+        }
+        let mut all: Vec<&[u8]> = heads.iter().rev().map(Vec::as_slice).collect();
+        all.extend(pieces.iter().map(|piece| &**piece));
+        concatenated(py, before, &all, after)
     }
 
     /// The ids from `start` on as little-endian `u32`s (4 bytes each), for storage.
@@ -327,4 +362,27 @@ pub fn ids_from_le_bytes(data: &[u8]) -> Vec<u32> {
     data.chunks_exact(4)
         .map(|chunk| u32::from_le_bytes(chunk.try_into().unwrap_or_default()))
         .collect()
+}
+
+/// `before`, `pieces` and `after` concatenated into one new bytes object.
+fn concatenated<'py>(
+    py: Python<'py>,
+    before: &[u8],
+    pieces: &[&[u8]],
+    after: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let len = before.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + after.len();
+    PyBytes::new_with(py, len, |out| {
+        let mut at = 0;
+        for piece in std::iter::once(before)
+            .chain(pieces.iter().copied())
+            .chain([after])
+        {
+            if let Some(place) = out.get_mut(at..at + piece.len()) {
+                place.copy_from_slice(piece);
+            }
+            at += piece.len();
+        }
+        Ok(())
+    })
 }

@@ -36,5 +36,6 @@ mod tokenizer;
 mod v4_pieces;
 
 pub use error::{TokenizeError, TokenizeErrorKind};
+pub use prefix_cache::{push_varint, IdsFormat};
 pub use prompt::{Parallelism, PromptIds};
 pub use tokenizer::Tokenizer;

@@ -45,19 +45,75 @@ pub(crate) struct Encoded {
     ids: Box<[u32]>,
     /// Links to the first whole ancestor.
     depth: usize,
-    /// This link's own ids as JSON, each followed by a comma, written on first use (an
-    /// engine's request body carries the prompt as a JSON array, every turn).
-    json: OnceLock<IdsJson>,
+    /// This link's own ids written for an engine's request body, in each [`IdsFormat`], on
+    /// first use (a body carries the whole prompt every turn).
+    written: [OnceLock<WrittenIds>; 2],
 }
 
-/// Ids written as JSON numbers, each followed by `,`, with the byte offset of every
-/// [`JSON_STEP`]th id so a prefix of them is found without scanning them all.
-struct IdsJson {
+/// How ids are written for an engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdsFormat {
+    /// JSON numbers, each followed by `,` (the inside of a JSON array, with a trailing comma).
+    Json,
+    /// Protobuf varints (the payload of a packed `repeated uint32` field).
+    Varints,
+}
+
+impl IdsFormat {
+    fn slot(self) -> usize {
+        match self {
+            Self::Json => 0,
+            Self::Varints => 1,
+        }
+    }
+
+    /// Append `id` as written in this format.
+    pub(crate) fn write(self, id: u32, digits: &mut itoa::Buffer, out: &mut Vec<u8>) {
+        match self {
+            Self::Json => {
+                out.extend_from_slice(digits.format(id).as_bytes());
+                out.push(b',');
+            }
+            Self::Varints => push_varint(u64::from(id), out),
+        }
+    }
+
+    /// Whether `byte` ends an id's text in this format.
+    fn ends_id(self, byte: u8) -> bool {
+        match self {
+            Self::Json => byte == b',',
+            Self::Varints => byte < 0x80,
+        }
+    }
+
+    /// Bytes per id to reserve when writing (about the mean for a large vocabulary).
+    fn typical_len(self) -> usize {
+        match self {
+            Self::Json => 7,
+            Self::Varints => 3,
+        }
+    }
+}
+
+/// Append `value` as a protobuf varint: seven bits a byte, low first, the high bit set on
+/// every byte but the last.
+pub fn push_varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Ids written in one [`IdsFormat`], with the byte offset of every [`WRITTEN_STEP`]th id so
+/// a prefix of them is found without scanning them all.
+struct WrittenIds {
+    format: IdsFormat,
     text: Box<[u8]>,
     offsets: Box<[usize]>,
 }
 
-const JSON_STEP: usize = 256;
+const WRITTEN_STEP: usize = 256;
 
 /// The part of an earlier prompt this one shares.
 struct Base {
@@ -70,19 +126,19 @@ struct Base {
     ids: usize,
 }
 
-impl IdsJson {
-    fn of(ids: &[u32]) -> Self {
-        let mut text = Vec::with_capacity(ids.len() * 7);
-        let mut offsets = Vec::with_capacity(ids.len() / JSON_STEP + 1);
+impl WrittenIds {
+    fn of(format: IdsFormat, ids: &[u32]) -> Self {
+        let mut text = Vec::with_capacity(ids.len() * format.typical_len());
+        let mut offsets = Vec::with_capacity(ids.len() / WRITTEN_STEP + 1);
         let mut digits = itoa::Buffer::new();
         for (index, &id) in ids.iter().enumerate() {
-            if index % JSON_STEP == 0 {
+            if index % WRITTEN_STEP == 0 {
                 offsets.push(text.len());
             }
-            text.extend_from_slice(digits.format(id).as_bytes());
-            text.push(b',');
+            format.write(id, &mut digits, &mut text);
         }
         Self {
+            format,
             text: text.into(),
             offsets: offsets.into(),
         }
@@ -90,14 +146,22 @@ impl IdsJson {
 
     /// The text of the first `count` ids (all of them when there are fewer).
     fn through(&self, count: usize) -> &[u8] {
-        let Some(&start) = self.offsets.get(count / JSON_STEP) else {
+        let Some(&start) = self.offsets.get(count / WRITTEN_STEP) else {
             return &self.text;
         };
-        let end = match count % JSON_STEP {
+        let after = self.text.get(start..).unwrap_or_default();
+        let end = match count % WRITTEN_STEP {
             0 => Some(start),
-            rest => memchr::memchr_iter(b',', self.text.get(start..).unwrap_or_default())
-                .nth(rest - 1)
-                .map(|comma| start + comma + 1),
+            rest => match self.format {
+                IdsFormat::Json => memchr::memchr_iter(b',', after).nth(rest - 1),
+                IdsFormat::Varints => after
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &byte)| self.format.ends_id(byte))
+                    .nth(rest - 1)
+                    .map(|(at, _)| at),
+            }
+            .map(|last| start + last + 1),
         };
         end.and_then(|end| self.text.get(..end))
             .unwrap_or(&self.text)
@@ -333,7 +397,7 @@ impl Encoded {
             special_ends: special_ends.into(),
             text,
             ids: ids.into(),
-            json: OnceLock::new(),
+            written: Default::default(),
             base: Some(Base {
                 entry: ancestor,
                 specials,
@@ -361,7 +425,7 @@ impl Encoded {
             },
             ids: ids.into(),
             depth: 0,
-            json: OnceLock::new(),
+            written: Default::default(),
         }
     }
 
@@ -392,23 +456,24 @@ impl Encoded {
         self.shared_specials(prompt, ranges, 0, same_bytes)
     }
 
-    /// The ids as JSON, each followed by a comma (see [`IdsJson`]), in pieces to concatenate
-    /// (written once per link, then borrowed).
-    pub(crate) fn push_json<'a>(&'a self, out: &mut Vec<&'a [u8]>) {
-        self.push_json_through(self.ids_len(), out);
+    /// The ids written in `format` (see [`IdsFormat`]), in pieces to concatenate (written
+    /// once per link, then borrowed).
+    pub(crate) fn push_written<'a>(&'a self, format: IdsFormat, out: &mut Vec<&'a [u8]>) {
+        self.push_written_through(format, self.ids_len(), out);
     }
 
-    /// How many of the ids have no JSON written yet ([`Encoded::push_json`] writes it).
-    pub(crate) fn unwritten_json(&self) -> usize {
-        self.unwritten_json_through(self.ids_len())
+    /// How many of the ids are not written in `format` yet ([`Encoded::push_written`]
+    /// writes them).
+    pub(crate) fn unwritten(&self, format: IdsFormat) -> usize {
+        self.unwritten_through(format, self.ids_len())
     }
 
-    fn unwritten_json_through(&self, count: usize) -> usize {
+    fn unwritten_through(&self, format: IdsFormat, count: usize) -> usize {
         let (_, _, base_ids) = self.base_counts();
         let base = self.base.as_ref().map_or(0, |base| {
-            base.entry.unwritten_json_through(count.min(base_ids))
+            base.entry.unwritten_through(format, count.min(base_ids))
         });
-        let own = if self.json.get().is_none() {
+        let own = if self.slot(format).get().is_none() {
             count.saturating_sub(base_ids)
         } else {
             0
@@ -416,33 +481,44 @@ impl Encoded {
         base + own
     }
 
-    /// The length of [`Encoded::push_json`]'s output.
-    pub(crate) fn json_len(&self) -> usize {
-        self.json_len_through(self.ids_len())
+    /// The length of [`Encoded::push_written`]'s output.
+    pub(crate) fn written_len(&self, format: IdsFormat) -> usize {
+        self.written_len_through(format, self.ids_len())
     }
 
-    fn own_json(&self) -> &IdsJson {
-        self.json.get_or_init(|| IdsJson::of(&self.ids))
+    fn slot(&self, format: IdsFormat) -> &OnceLock<WrittenIds> {
+        // Two formats, two slots: the index is always in range.
+        &self.written[format.slot() % self.written.len()]
     }
 
-    fn push_json_through<'a>(&'a self, count: usize, out: &mut Vec<&'a [u8]>) {
+    fn own_written(&self, format: IdsFormat) -> &WrittenIds {
+        self.slot(format)
+            .get_or_init(|| WrittenIds::of(format, &self.ids))
+    }
+
+    fn push_written_through<'a>(
+        &'a self,
+        format: IdsFormat,
+        count: usize,
+        out: &mut Vec<&'a [u8]>,
+    ) {
         let (_, _, base_ids) = self.base_counts();
         if let Some(base) = &self.base {
-            base.entry.push_json_through(count.min(base_ids), out);
+            base.entry
+                .push_written_through(format, count.min(base_ids), out);
         }
         if count > base_ids {
-            out.push(self.own_json().through(count - base_ids));
+            out.push(self.own_written(format).through(count - base_ids));
         }
     }
 
-    fn json_len_through(&self, count: usize) -> usize {
+    fn written_len_through(&self, format: IdsFormat, count: usize) -> usize {
         let (_, _, base_ids) = self.base_counts();
-        let base = self
-            .base
-            .as_ref()
-            .map_or(0, |base| base.entry.json_len_through(count.min(base_ids)));
+        let base = self.base.as_ref().map_or(0, |base| {
+            base.entry.written_len_through(format, count.min(base_ids))
+        });
         let own = if count > base_ids {
-            self.own_json().through(count - base_ids).len()
+            self.own_written(format).through(count - base_ids).len()
         } else {
             0
         };

@@ -7,6 +7,7 @@
 //! three gaps `""`, `"hi"`, `""` and two specials; the ids are
 //! `plain("") ++ [id(<｜User｜>)] ++ plain("hi") ++ [id(<｜Assistant｜>)] ++ plain("")`.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use rayon::prelude::*;
 
 use crate::error::{TokenizeError, TokenizeErrorKind};
 use crate::gap_cache::{MAX_CACHED_GAP, MIN_CACHED_GAP};
+use crate::prefix_cache::IdsFormat;
 use crate::prefix_cache::{Encoded, Tail};
 
 use crate::tokenizer::Tokenizer;
@@ -390,7 +392,7 @@ impl PromptIds {
                     .max(1)
                     + 1
             }
-            Held::Linked(entry) => entry.json_len().max(1) + 1,
+            Held::Linked(entry) => entry.written_len(IdsFormat::Json).max(1) + 1,
         }
     }
 
@@ -398,16 +400,13 @@ impl PromptIds {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match &self.0 {
             Held::Whole(ids) => {
-                let start = out.len();
                 out.push(b'[');
-                let mut digits = itoa::Buffer::new();
-                for &id in ids {
-                    out.extend_from_slice(digits.format(id).as_bytes());
-                    out.push(b',');
-                }
-                let written = out.len() > start + 1;
+                let start = out.len();
+                write_ids(IdsFormat::Json, ids, out);
+                let written = out.len() > start;
+                // Every id is followed by a comma: the last one's becomes the closing bracket.
                 match out.last_mut() {
-                    Some(last) if *last == b',' && written => *last = b']',
+                    Some(last) if written => *last = b']',
                     _ => out.push(b']'),
                 }
             }
@@ -422,9 +421,15 @@ impl PromptIds {
     /// How many ids [`PromptIds::to_json`] would write as JSON for the first time (the rest
     /// is copied from JSON kept for an encoded prompt).
     pub fn unwritten_json(&self) -> usize {
+        self.unwritten(IdsFormat::Json)
+    }
+
+    /// How many ids would be written in `format` for the first time (the rest is copied from
+    /// what is kept for an encoded prompt).
+    pub fn unwritten(&self, format: IdsFormat) -> usize {
         match &self.0 {
             Held::Whole(ids) => ids.len(),
-            Held::Linked(entry) => entry.unwritten_json(),
+            Held::Linked(entry) => entry.unwritten(format),
         }
     }
 
@@ -437,7 +442,7 @@ impl PromptIds {
             return None;
         };
         let mut pieces: Vec<&[u8]> = vec![b"["];
-        entry.push_json(&mut pieces);
+        entry.push_written(IdsFormat::Json, &mut pieces);
         // Every id is followed by a comma: the last one's becomes the closing bracket.
         match pieces.iter().rposition(|piece| !piece.is_empty()) {
             Some(last) if last > 0 => {
@@ -449,6 +454,25 @@ impl PromptIds {
         }
         pieces.push(b"]");
         Some(pieces)
+    }
+
+    /// The ids as protobuf varints, the payload of a packed `repeated uint32` field (an
+    /// engine's gRPC request), in pieces to concatenate: borrowed from the varints kept for
+    /// an encoded prompt, written once per link like its JSON; for ids that are not kept,
+    /// one piece written now.
+    pub fn varint_pieces(&self) -> Vec<Cow<'_, [u8]>> {
+        match &self.0 {
+            Held::Whole(ids) => {
+                let mut out = Vec::with_capacity(ids.len() * 3);
+                write_ids(IdsFormat::Varints, ids, &mut out);
+                vec![Cow::Owned(out)]
+            }
+            Held::Linked(entry) => {
+                let mut pieces = Vec::new();
+                entry.push_written(IdsFormat::Varints, &mut pieces);
+                pieces.into_iter().map(Cow::Borrowed).collect()
+            }
+        }
     }
 
     /// The ids in one vector (copied only when they are shared).
@@ -503,5 +527,13 @@ impl GapIds {
             GapIds::Owned(parts) => parts.iter().for_each(|part| out.extend_from_slice(part)),
             GapIds::Shared(ids) => out.extend_from_slice(ids),
         }
+    }
+}
+
+/// Append `ids` written in `format`.
+fn write_ids(format: IdsFormat, ids: &[u32], out: &mut Vec<u8>) {
+    let mut digits = itoa::Buffer::new();
+    for &id in ids {
+        format.write(id, &mut digits, out);
     }
 }

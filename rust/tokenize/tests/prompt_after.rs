@@ -7,7 +7,7 @@ mod common;
 use std::ops::Range;
 
 use common::{Lcg, PromptBuilder};
-use deepseek_tokenize::{PromptIds, Tokenizer};
+use deepseek_tokenize::{IdsFormat, PromptIds, Tokenizer};
 
 const WORDS: &[&str] = &[
     "the",
@@ -48,6 +48,30 @@ fn json_of(ids: &[u32]) -> Vec<u8> {
     serde_json::to_vec(ids).unwrap()
 }
 
+/// Protobuf's packed encoding of `ids`, written here from its definition: seven bits a byte,
+/// low bits first, the high bit set on all but an id's last byte.
+fn varints_of(ids: &[u32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &id in ids {
+        let mut bytes: Vec<u8> = (0..5).map(|k| ((id >> (7 * k)) & 0x7f) as u8).collect();
+        while bytes.len() > 1 && bytes.last() == Some(&0) {
+            bytes.pop();
+        }
+        let last = bytes.len() - 1;
+        out.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .map(|(k, &b)| if k < last { b | 0x80 } else { b }),
+        );
+    }
+    out
+}
+
+fn varints(ids: &PromptIds) -> Vec<u8> {
+    ids.varint_pieces().concat()
+}
+
 fn check(
     tokenizer: &Tokenizer,
     ids: &PromptIds,
@@ -65,6 +89,16 @@ fn check(
     assert_eq!(ids.json_len(), ids.to_json().len(), "{what}: JSON length");
     let pieces = ids.json_pieces().expect("an encoded prompt's JSON is kept");
     assert_eq!(pieces.concat(), json_of(&fresh), "{what}: JSON pieces");
+    assert!(
+        ids.unwritten(IdsFormat::Varints) <= fresh.len(),
+        "{what}: unwritten varints"
+    );
+    assert_eq!(varints(ids), varints_of(&fresh), "{what}: varints");
+    assert_eq!(
+        ids.unwritten(IdsFormat::Varints),
+        0,
+        "{what}: varints written once"
+    );
 }
 
 #[test]
@@ -208,7 +242,7 @@ fn ids_read_back_from_storage_extend_like_the_originals() {
 }
 
 #[test]
-fn json_of_whole_and_empty_ids() {
+fn json_and_varints_of_whole_and_empty_ids() {
     let tokenizer = Tokenizer::from_file(&common::tokenizer_path()).unwrap();
     for ids in [vec![], vec![0], vec![1, 22, 333, 4444, 55555, 128_000]] {
         let whole = PromptIds::from(ids.clone());
@@ -220,8 +254,25 @@ fn json_of_whole_and_empty_ids() {
             "whole ids are written every time"
         );
         assert!(whole.json_pieces().is_none());
+        assert_eq!(varints(&whole), varints_of(&ids));
     }
     let empty = tokenizer.encode_prompt_ids_after("", &[], None).unwrap();
     assert_eq!(empty.to_json(), b"[]");
     assert_eq!(empty.json_pieces().unwrap().concat(), b"[]");
+    assert!(varints(&empty).is_empty());
+    // Every length of a varint: one byte up to 127, five from 2^28 on.
+    let edges = vec![
+        0,
+        127,
+        128,
+        16_383,
+        16_384,
+        (1 << 21) - 1,
+        1 << 21,
+        (1 << 28) - 1,
+        1 << 28,
+        u32::MAX,
+    ];
+    assert_eq!(varints(&PromptIds::from(edges.clone())), varints_of(&edges));
+    assert_eq!(varints_of(&[300]), [0xac, 0x02], "protobuf's own example");
 }
