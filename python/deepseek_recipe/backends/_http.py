@@ -20,9 +20,9 @@ from deepseek_recipe.backends._client import EngineClient, EngineError, EngineRe
 T = TypeVar("T")
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
-_INLINE_BODY_IDS = 16_384
-"""A request body with up to this many ids to write as JSON (not counting the JSON kept from
-the turn a prompt extends, which is only copied) is written on the event loop."""
+INLINE_BODY_IDS = 16_384
+"""A request body with up to this many ids to write (as JSON or varints; not counting what is
+kept from the turn a prompt extends, which is only copied) is written on the event loop."""
 
 HEALTH_TIMEOUT = 2.0
 """Seconds an engine's health check may take before it counts as failed."""
@@ -76,7 +76,7 @@ class HttpBackend(Backend):
         self._in_flight += 1
         try:
             ids = request.prompt_ids
-            if (ids.unwritten_json() if isinstance(ids, TokenIds) else len(ids)) > _INLINE_BODY_IDS:
+            if (ids.unwritten_json() if isinstance(ids, TokenIds) else len(ids)) > INLINE_BODY_IDS:
                 # Writing a long prompt's ids as digits: off the event loop.
                 body = await anyio.to_thread.run_sync(self.body, request)
             else:

@@ -598,6 +598,10 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
                     url, model=settings.backend_model, token_ids=settings.backend_token_ids, connect_timeout=timeout
                 )
             )
+        elif settings.backend == "vllm-grpc":
+            from deepseek_recipe.backends.vllm_grpc import VllmGrpcBackend  # the grpc extra
+
+            replicas.append(VllmGrpcBackend(url, connect_timeout=timeout))
         else:
             replicas.append(SGLangBackend(url, connect_timeout=timeout))
     if len(replicas) == 1:
