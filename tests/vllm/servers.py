@@ -47,6 +47,17 @@ STOCK_FLAGS = (
     "deepseek_v4",
     "--enable-auto-tool-choice",
 )
+# The gRPC entrypoint takes the engine's flags only (no parsers: its client parses the output).
+GRPC_FLAGS = (
+    "--structured-outputs-config.backend",
+    "xgrammar",
+    "--structured-outputs-config.disable_any_whitespace",
+    "true",
+    "--tokenizer-mode",
+    "deepseek_recipe",
+    # Its log says when a request is aborted.
+    "--enable-log-requests",
+)
 MAX_MODEL_LEN = 16384
 STARTUP_SECONDS = 600  # about 40 s on an idle machine; much more while other work runs
 
@@ -92,9 +103,12 @@ def free_port() -> int:
 class VllmServer:
     """One vLLM API server (see the module doc); ``stop`` ends it (and ``kill`` kills it)."""
 
-    def __init__(self, model: Path, scripts: Scripts, log: Path, flags: Sequence[str] = ()) -> None:
+    def __init__(
+        self, model: Path, scripts: Scripts, log: Path, flags: Sequence[str] = (), *, grpc: bool = False
+    ) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.grpc = grpc
+        self.url = f"{'grpc' if grpc else 'http'}://127.0.0.1:{self.port}"
         self.log = log
         env = {
             **os.environ,
@@ -109,7 +123,7 @@ class VllmServer:
         command = [
             sys.executable,
             "-m",
-            "vllm.entrypoints.openai.api_server",
+            "vllm.entrypoints.launchers.grpc_server" if grpc else "vllm.entrypoints.openai.api_server",
             "--model",
             str(model),
             "--served-model-name",
@@ -124,7 +138,7 @@ class VllmServer:
             "bfloat16",
             "--max-num-seqs",
             "8",
-            "--enable-prompt-tokens-details",
+            *(() if grpc else ("--enable-prompt-tokens-details",)),
             "--logits-processors",
             "force_ids:ForceIds",
             # No torch.compile: the tiny model needs none, and a server starts in about 40 s
@@ -142,14 +156,27 @@ class VllmServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"vLLM exited with {self.process.returncode}:\n{self.tail()}")
-            try:
-                if httpx.get(f"{self.url}/v1/models", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
+            if self._answers():
+                return self
             time.sleep(1)
         self.stop()
         raise RuntimeError(f"vLLM did not answer within {timeout:.0f} s:\n{self.tail()}")
+
+    def _answers(self) -> bool:
+        if self.grpc:
+            import grpc
+            from smg_grpc_proto import vllm_engine_pb2 as pb
+            from smg_grpc_proto import vllm_engine_pb2_grpc as pb_grpc
+
+            with grpc.insecure_channel(f"127.0.0.1:{self.port}") as channel:
+                try:
+                    return bool(pb_grpc.VllmEngineStub(channel).HealthCheck(pb.HealthCheckRequest(), timeout=2).healthy)
+                except grpc.RpcError:
+                    return False
+        try:
+            return httpx.get(f"{self.url}/v1/models", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def tail(self, lines: int = 60) -> str:
         self._log_file.flush()
