@@ -1,7 +1,8 @@
 """The gateway's added cost over calling the engine directly, measured in one run.
 
     python3 bench/gateway_bench.py [--quick] [--no-record] [--project-python PATH]
-                                   [--litellm-python PATH] [--only small,agent,paced,intake,pause] [--slow]
+                                   [--litellm-python PATH] [--only small,agent,paced,grpc,intake,pause]
+                                   [--slow]
 
 Four servers run in processes of their own on loopback: a fake token-id engine (vLLM's
 ``/v1/completions`` with ``return_token_ids``, and ``/v1/chat/completions`` for LiteLLM), this
@@ -21,6 +22,9 @@ measures:
   growing path: an early message edited, and another conversation of the same size;
 - the same growing turn paced like an agent (one second between turns, another conversation)
   through two more gateways that differ only in malloc's huge pages (``huge_pages``);
+- the same growing turn through a gateway that reaches the engine over vLLM's gRPC service
+  (``--backend vllm-grpc``: the ids as protobuf varints) beside the JSON one, each against its
+  own direct path;
 - the intake cache alone, in this process: the heap only it holds per ~300k-token conversation
   against what it counts, and 10,000 conversations under the default cap;
 - a turn after a pause, in processes of their own: a growing turn's preparation in a worker
@@ -139,6 +143,62 @@ def serve_engine(port: int, script_path: str) -> None:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False, timeout_keep_alive=75)
+
+
+def serve_grpc_engine(port: int, script_path: str) -> None:
+    """The same engine behind vLLM's gRPC service (``vllm_engine.proto``): the scripted answer
+    as one ``chunk`` per token, then a ``complete``, as vLLM's servicer streams them."""
+    import grpc.aio
+    from smg_grpc_proto import vllm_engine_pb2 as pb
+    from smg_grpc_proto import vllm_engine_pb2_grpc as pb_grpc
+
+    ids: list[int] = json.loads(Path(script_path).read_text())["ids"]
+
+    class Engine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
+        async def Generate(self, request: Any, context: Any) -> Any:
+            prompt = len(request.tokenized.input_ids)
+            for k, token in enumerate(ids):
+                chunk = pb.GenerateStreamChunk(token_ids=[token], prompt_tokens=prompt, completion_tokens=1)
+                yield pb.GenerateResponse(chunk=chunk)
+                if k == len(ids) - 1:
+                    done = pb.GenerateComplete(output_ids=[token], finish_reason="stop", prompt_tokens=prompt)
+                    yield pb.GenerateResponse(complete=done)
+
+        async def HealthCheck(self, request: Any, context: Any) -> Any:
+            return pb.HealthCheckResponse(healthy=True)
+
+    async def main() -> None:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", -1)])
+        pb_grpc.add_VllmEngineServicer_to_server(Engine(), server)
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
+async def grpc_latencies(port: int, bodies: list[bytes], gap: float = 0.0) -> list[float]:
+    """Each serialized ``GenerateRequest``'s whole time straight to the gRPC engine on one
+    channel, in turn, ``gap`` seconds apart (the channel connected first, untimed)."""
+    import grpc.aio
+    from smg_grpc_proto import vllm_engine_pb2 as pb
+
+    async with grpc.aio.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)]
+    ) as channel:
+        await channel.channel_ready()
+        generate = channel.unary_stream(
+            "/vllm.grpc.engine.VllmEngine/Generate", response_deserializer=pb.GenerateResponse.FromString
+        )
+        totals = []
+        for body in bodies:
+            if gap and totals:
+                await asyncio.sleep(gap)
+            start = time.perf_counter()
+            async for _ in generate(body):
+                pass
+            totals.append(time.perf_counter() - start)
+        return totals
 
 
 # -- the relay: the floor of any Python gateway on this server stack (--serve-relay) ----------
@@ -826,6 +886,93 @@ def paced_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         report.add(f"| {name} | {row['added_ms']:.1f} | {min(turns):.1f} | {max(turns):.1f} | {row['cpu_ms']:.1f} |")
 
 
+def grpc_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: dict[str, int]) -> None:
+    """The growing Chat turn of another ~300k-token conversation through two gateways that
+    differ only in how they reach the same engine: ``/v1/completions`` with the ids as JSON,
+    and vLLM's gRPC service with them as protobuf varints. Each is set against its own direct
+    path (the same request sent straight to the engine; the gRPC one by a grpcio client)."""
+    import workloads
+    from deepseek_recipe.backends import GenerationRequest
+    from deepseek_recipe.backends.completions import CompletionsBackend
+    from deepseek_recipe.backends.vllm_grpc import VllmGrpcBackend
+
+    target = 60_000 if args.quick else 300_000
+    rounds = 4 if args.quick else 8
+    conv = workloads.make_conversation(20261203, target)  # new to both gateways
+    steps = len(conv.steps)
+    writers = {"json": CompletionsBackend("http://unused"), "grpc": VllmGrpcBackend("grpc://unused:1")}
+    gateways = {"json": "gateway", "grpc": "gateway_grpc"}
+    rows: list[dict[str, Any]] = []
+    warm = 3  # a conversation's first bodies are kept, not resumed (as in the paced phase)
+    for k in range(rounds + warm):
+        raw = json.dumps(to_chat_body(workloads, conv, steps - rounds - warm + k), ensure_ascii=False).encode()
+        prepared = frontend.prepare("chat", raw)
+        request = GenerationRequest.from_prepared(prepared, "bench")
+        bodies = {name: writer.body(request) for name, writer in writers.items()}
+        row: dict[str, Any] = {"prompt_tokens": len(prepared.prompt_ids)}
+        # The gateways first, then the direct paths: another process's after-work (an engine
+        # freeing the last request's 300k ids) would otherwise land on the next request timed.
+        for name in list(gateways)[:: 1 if k % 2 == 0 else -1]:
+            port = ports[gateways[name]]
+            time.sleep(REPEAT_GAP)
+            before = cpu_seconds(port)
+            via = asyncio.run(latencies(port, PATHS["chat"], [raw]))[0].total
+            row[name] = {
+                "body_bytes": len(bodies[name]),
+                "gateway_ms": via * 1e3,
+                "cpu_ms": (cpu_seconds(port) - before) * 1e3,
+            }
+        for name in gateways:
+            time.sleep(REPEAT_GAP)
+            repeated = [bodies[name]] * REPEATS
+            if name == "json":
+                direct = median_total(
+                    asyncio.run(latencies(ports["engine"], "/v1/completions", repeated, gap=REPEAT_GAP))
+                )
+            else:
+                direct = statistics.median(asyncio.run(grpc_latencies(ports["grpc_engine"], repeated, REPEAT_GAP)))
+            row[name]["direct_ms"] = direct * 1e3
+            row[name]["added_ms"] = row[name]["gateway_ms"] - direct * 1e3
+        if k >= warm:
+            rows.append(row)
+    report.figures["grpc"] = rows
+    report.start("grpc")
+    report.add(f"#### Growing agent turn to the engine as JSON and as gRPC (Chat, ~{target // 1000}k tokens)")
+    report.add()
+    report.add(
+        f"{rounds} turns of another conversation through two gateways, `--backend completions` (the ids as "
+        "JSON) and `--backend vllm-grpc` (the ids as protobuf), taking turns going first, in front of the same "
+        "fake engine behind each API; each against its own direct path (the same engine request sent straight, "
+        f"median of {REPEATS}). Medians over the turns."
+    )
+    report.add()
+    report.add("| prompt tokens | JSON: gateway ms | direct ms | added ms | gRPC: gateway ms | direct ms | added ms |")
+    report.add("|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        cells = " | ".join(
+            f"{row[n]['gateway_ms']:.1f} | {row[n]['direct_ms']:.1f} | {row[n]['added_ms']:.1f}" for n in gateways
+        )
+        report.add(f"| {row['prompt_tokens']:,} | {cells} |")
+    report.add()
+    report.add("| engine API | engine request MB | gateway ms | direct ms | added ms | gateway CPU per turn ms |")
+    report.add("|---|---:|---:|---:|---:|---:|")
+    summary = {}
+    for name, title in (("json", "/v1/completions (JSON)"), ("grpc", "gRPC (protobuf)")):
+        med = {key: statistics.median(r[name][key] for r in rows) for key in rows[0][name]}
+        summary[name] = med
+        report.add(
+            f"| {title} | {med['body_bytes'] / 1e6:.2f} | {med['gateway_ms']:.1f} | {med['direct_ms']:.1f} "
+            f"| {med['added_ms']:.1f} | {med['cpu_ms']:.1f} |"
+        )
+    report.add()
+    report.add(
+        f"Whole turn through the gateway: {summary['grpc']['gateway_ms']:.1f} ms over gRPC vs "
+        f"{summary['json']['gateway_ms']:.1f} ms over JSON "
+        f"({summary['json']['gateway_ms'] / summary['grpc']['gateway_ms']:.2f}x); the engine request is "
+        f"{summary['json']['body_bytes'] / summary['grpc']['body_bytes']:.1f}x smaller."
+    )
+
+
 def to_chat_body(workloads: Any, conv: Any, steps: int) -> dict[str, Any]:
     """The conversation's first ``steps`` steps as a streamed Chat body."""
     body: dict[str, Any] = workloads.to_chat(workloads.truncated(conv, steps), {"stream": True})
@@ -966,7 +1113,7 @@ def main() -> int:
         "--results", type=Path, default=R.RESULTS, help="the results file to rewrite (records go to results/ beside it)"
     )
     parser.add_argument(
-        "--only", default="small,agent,paced,intake,pause", help="phases: small,agent,paced,intake,pause"
+        "--only", default="small,agent,paced,grpc,intake,pause", help="phases: small,agent,paced,grpc,intake,pause"
     )
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument(
@@ -975,12 +1122,16 @@ def main() -> int:
     parser.add_argument("--project-python", default=str(ROOT / ".venv" / "bin" / "python"))
     parser.add_argument("--litellm-python", default=str(ROOT / "bench" / ".venv-litellm" / "bin" / "python"))
     parser.add_argument("--serve-engine", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-grpc-engine", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-relay", type=int, nargs=2, help=argparse.SUPPRESS)  # its port, the engine's
     parser.add_argument("--script", help=argparse.SUPPRESS)
     parser.add_argument("--pause-probe", type=float, nargs=2, help=argparse.SUPPRESS)  # the pause, rounds
     args = parser.parse_args()
     if args.serve_engine:
         serve_engine(args.serve_engine, args.script)
+        return 0
+    if args.serve_grpc_engine:
+        serve_grpc_engine(args.serve_grpc_engine, args.script)
         return 0
     if args.serve_relay:
         serve_relay(*args.serve_relay, args.script)
@@ -1056,21 +1207,30 @@ def run(args: argparse.Namespace) -> int:
             else nullcontext()
         )
         # The paced turns go to two gateways of their own, one without huge pages.
-        paced: list[Any] = []
+        more_servers: list[Any] = []
         if "paced" in args.only:
             for name, env in (("gateway_paced", {}), ("gateway_small_pages", {"DEEPSEEK_RECIPE_HUGE_PAGES": "false"})):
                 ports[name] = free_port()
                 command = [str(ports[name]) if a == str(ports["gateway"]) else a for a in gateway_cmd]
-                paced.append(process(command, ports[name], env=env))
+                more_servers.append(process(command, ports[name], env=env))
+        # The gRPC turns go to a fake engine behind vLLM's gRPC service, through a gateway of their own.
+        if "grpc" in args.only:
+            ports["grpc_engine"], ports["gateway_grpc"] = free_port(), free_port()
+            grpc_engine_cmd = [sys.executable, __file__, "--serve-grpc-engine", str(ports["grpc_engine"])]
+            more_servers.append(process([*grpc_engine_cmd, "--script", str(script_path)], ports["grpc_engine"]))
+            command = [str(ports["gateway_grpc"]) if a == str(ports["gateway"]) else a for a in gateway_cmd]
+            command[command.index("completions")] = "vllm-grpc"
+            command[command.index(f"http://127.0.0.1:{ports['engine']}")] = f"grpc://127.0.0.1:{ports['grpc_engine']}"
+            more_servers.append(process(command, ports["gateway_grpc"]))
         with (
             process(engine_cmd, ports["engine"]),
             process(gateway_cmd, ports["gateway"]),
             cold_gateway,
             process(relay_cmd, ports["relay"]),
-            ExitStack() as paced_gateways,
+            ExitStack() as more,
         ):
-            for gateway in paced:
-                paced_gateways.enter_context(gateway)
+            for server in more_servers:
+                more.enter_context(server)
             litellm_ctx: Any = None
             if litellm.exists():
                 ports["litellm"] = free_port()
@@ -1115,6 +1275,8 @@ def run(args: argparse.Namespace) -> int:
                     agent_phase(report, args, frontend, ports, "messages")
                 if "paced" in args.only:
                     paced_phase(report, args, frontend, ports)
+                if "grpc" in args.only:
+                    grpc_phase(report, args, frontend, ports)
                 if "intake" in args.only:
                     intake_phase(report, args, frontend)
                 if "pause" in args.only:

@@ -44,7 +44,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
     (
         "gateway",
         "Gateway: `python3 bench/gateway_bench.py`",
-        ["small", "small_slow", "agent", "agent_messages", "paced", "intake", "pause"],
+        ["small", "small_slow", "agent", "agent_messages", "paced", "grpc", "intake", "pause"],
     ),
     ("stored", "Stored responses: `python3 bench/stored_bench.py`", ["turn", "storage"]),
     ("route_sim", "Routing simulator: `python bench/route_sim.py`", ["table"]),
