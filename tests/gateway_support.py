@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import httpx
 import uvicorn
 from anthropic.types import Message, RawMessageStreamEvent
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -125,6 +126,22 @@ def settle(check: Callable[[], bool], timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return check()
+
+
+def leave_a_stream(url: str, model: str, lines: int = 20) -> None:
+    """Start a streamed Chat request (to an engine that never finishes), read ``lines`` lines of
+    it, at least one an event, and go away."""
+    body = {"model": model, "messages": [{"role": "user", "content": "go on forever"}], "stream": True}
+    with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=30) as response:
+        received = response.iter_lines()
+        assert any(next(received).startswith("data: ") for _ in range(lines))
+
+
+def chat_stream_choice(events: list[dict[str, Any]], index: int) -> tuple[str, list[dict[str, Any]]]:
+    """A streamed Chat choice's content and its log probability entries, from its chunks."""
+    choices = [c for e in events for c in e["choices"] if c["index"] == index]
+    content = "".join(c["delta"].get("content") or "" for c in choices)
+    return content, [lp for c in choices for lp in (c.get("logprobs") or {}).get("content") or []]
 
 
 def parse_sse(raw: bytes) -> list[tuple[str | None, str]]:

@@ -22,7 +22,7 @@ from deepseek_recipe.backends.sglang import SGLangBackend
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from tests.fake_engines import FakeEngine
-from tests.gateway_support import ServerThread, check_response, check_stream, serving, settle
+from tests.gateway_support import ServerThread, check_response, check_stream, leave_a_stream, serving, settle
 
 MODEL = "DeepSeek-V4-Pro"
 OUTPUT = "Let me think.</think>The answer is 42 🦀."
@@ -55,6 +55,17 @@ def chat(url: str, stream: bool = False, **extra: Any) -> httpx.Response:
     return httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
 
 
+# Sampling settings a request sets, for the engine's request. Thinking off: with thinking on, the
+# library fixes temperature and top_p at 1.0.
+SAMPLING: dict[str, Any] = {
+    "temperature": 0.25,
+    "top_p": 0.5,
+    "seed": 7,
+    "max_tokens": 77,
+    "thinking": {"type": "disabled"},
+}
+
+
 @pytest.mark.parametrize("token_ids", [True, False], ids=["token_ids", "text"])
 def test_completions_backend_sends_exact_ids_and_settings(
     frontend: Frontend, engine_server: tuple[FakeEngine, ServerThread], token_ids: bool
@@ -63,14 +74,7 @@ def test_completions_backend_sends_exact_ids_and_settings(
     engine.token_ids = token_ids
     engine.script = script(frontend.tokenizer, "The answer is 42 🦀.")
     backend = CompletionsBackend(engine_http.url, token_ids=True)
-    # Thinking off: with thinking on, the library fixes temperature and top_p at 1.0.
-    settings: dict[str, Any] = {
-        "temperature": 0.25,
-        "top_p": 0.5,
-        "seed": 7,
-        "max_tokens": 77,
-        "thinking": {"type": "disabled"},
-    }
+    settings = SAMPLING
     with serving(gateway_for(frontend, backend)) as server:
         response = chat(server.url, **settings)
     assert response.status_code == 200, response.text
@@ -180,11 +184,7 @@ def test_client_disconnect_closes_the_engine_connection(
     engine.behaviour, engine.interval = "endless", 0.01
     gateway = gateway_for(frontend, CompletionsBackend(engine_http.url))
     with serving(gateway) as server:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": "go on forever"}], "stream": True}
-        with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=30) as response:
-            lines = response.iter_lines()
-            received = [next(lines) for _ in range(20)]
-        assert any(line.startswith("data: ") for line in received)
+        leave_a_stream(server.url, MODEL)
         assert settle(lambda: engine.disconnects == 1 and engine.active == 0)
         assert settle(lambda: gateway.in_flight == 0)
         metrics = httpx.get(server.url + "/metrics").text

@@ -21,12 +21,18 @@ from deepseek_recipe.backends.pool import BackendPool
 from deepseek_recipe.backends.vllm_grpc import VllmGrpcBackend, int32_seed, logprobs_to_ask
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings, create_app
-from tests.gateway_support import check_response, check_stream, parse_sse, serving, settle
+from tests.gateway_support import (
+    chat_stream_choice,
+    check_response,
+    check_stream,
+    leave_a_stream,
+    parse_sse,
+    serving,
+    settle,
+)
 from tests.grpc_engine import SECRET, FakeGrpcEngine, GrpcServer, grpc_serving, logprob_of
+from tests.test_gateway_backends import MODEL, OUTPUT, SAMPLING, chat, script
 from tests.test_gateway_faults import PATHS, assert_error_shape, body_for
-
-MODEL = "DeepSeek-V4-Pro"
-OUTPUT = "Let me think.</think>The answer is 42 🦀."
 
 
 @pytest.fixture(scope="session")
@@ -35,14 +41,9 @@ def frontend(tokenizer: dr.Tokenizer) -> Frontend:
     return Frontend(tokenizer, options=dr.ConversionOptions(max_choices=16))
 
 
-def script(tokenizer: dr.Tokenizer, text: str = OUTPUT, per_chunk: int = 2) -> list[list[int]]:
-    ids = tokenizer.encode(text)
-    return [ids[k : k + per_chunk] for k in range(0, len(ids), per_chunk)]
-
-
 @pytest.fixture
 def engine(tokenizer: dr.Tokenizer) -> Iterator[tuple[FakeGrpcEngine, GrpcServer]]:
-    fake = FakeGrpcEngine(script=script(tokenizer))
+    fake = FakeGrpcEngine(script=script(tokenizer, per_chunk=2))
     with grpc_serving(fake) as server:
         yield fake, server
 
@@ -52,23 +53,12 @@ def gateway_for(frontend: Frontend, target: str, **settings: Any) -> Gateway:
     return Gateway(settings=GatewaySettings(log_requests=False, **settings), frontend=frontend, backend=backend)
 
 
-def chat(url: str, stream: bool = False, **extra: Any) -> httpx.Response:
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "What is 6 x 7?"}], "stream": stream, **extra}
-    return httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
-
-
 def test_the_request_carries_the_exact_ids_and_settings(
     frontend: Frontend, engine: tuple[FakeGrpcEngine, GrpcServer]
 ) -> None:
     fake, server = engine
     fake.script = script(frontend.tokenizer, "The answer is 42 🦀.")
-    settings: dict[str, Any] = {
-        "temperature": 0.25,
-        "top_p": 0.5,
-        "seed": 7,
-        "max_tokens": 77,
-        "thinking": {"type": "disabled"},
-    }
+    settings = SAMPLING
     with serving(gateway_for(frontend, server.target)) as gateway:
         response = chat(gateway.url, **settings)
     assert response.status_code == 200, response.text
@@ -199,16 +189,7 @@ def test_several_choices_and_their_logprobs(frontend: Frontend, engine: tuple[Fa
     assert fake.requests[-1].sampling_params.n == 2
     assert fake.requests[-1].sampling_params.logprobs == logprobs_to_ask(3) == 4
     ids = frontend.tokenizer.encode("Forty two.")
-    streamed = {
-        i: [
-            lp
-            for e in events
-            for c in e["choices"]
-            if c["index"] == i
-            for lp in (c.get("logprobs") or {}).get("content") or []
-        ]
-        for i in (0, 1)
-    }
+    streamed = {i: chat_stream_choice(events, i)[1] for i in (0, 1)}
     for choice in whole["choices"]:
         assert choice["message"]["content"] == "Forty two."
         for entries in (choice["logprobs"]["content"], streamed[choice["index"]]):
@@ -258,11 +239,7 @@ def test_a_client_that_leaves_cancels_the_engine_call(
     fake.behaviour, fake.interval = "endless", 0.01
     gateway = gateway_for(frontend, server.target)
     with serving(gateway) as gateway_http:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": "go on forever"}], "stream": True}
-        with httpx.stream("POST", gateway_http.url + "/v1/chat/completions", json=body, timeout=30) as response:
-            lines = response.iter_lines()
-            received = [next(lines) for _ in range(20)]
-        assert any(line.startswith("data: ") for line in received)
+        leave_a_stream(gateway_http.url, MODEL)
         assert settle(lambda: fake.cancelled == 1 and fake.active == 0)
         assert settle(lambda: gateway.in_flight == 0)
 

@@ -24,7 +24,7 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 SERVED_NAME = "DeepSeek-V4-Pro"
-PLUGIN_FLAGS = (
+ENGINE_FLAGS = (
     # Structured outputs without free whitespace, so a random model's JSON ends (tests/vllm).
     "--structured-outputs-config.backend",
     "xgrammar",
@@ -32,6 +32,9 @@ PLUGIN_FLAGS = (
     "true",
     "--tokenizer-mode",
     "deepseek_recipe",
+)
+PLUGIN_FLAGS = (
+    *ENGINE_FLAGS,
     "--tool-call-parser",
     "deepseek_recipe",
     "--reasoning-parser",
@@ -47,17 +50,9 @@ STOCK_FLAGS = (
     "deepseek_v4",
     "--enable-auto-tool-choice",
 )
-# The gRPC entrypoint takes the engine's flags only (no parsers: its client parses the output).
-GRPC_FLAGS = (
-    "--structured-outputs-config.backend",
-    "xgrammar",
-    "--structured-outputs-config.disable_any_whitespace",
-    "true",
-    "--tokenizer-mode",
-    "deepseek_recipe",
-    # Its log says when a request is aborted.
-    "--enable-log-requests",
-)
+# The gRPC entrypoint takes the engine's flags only (no parsers: its client parses the output);
+# with requests logged, its log says when one is aborted.
+GRPC_FLAGS = (*ENGINE_FLAGS, "--enable-log-requests")
 MAX_MODEL_LEN = 16384
 STARTUP_SECONDS = 600  # about 40 s on an idle machine; much more while other work runs
 

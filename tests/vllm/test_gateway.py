@@ -19,7 +19,15 @@ import pytest
 import deepseek_recipe as dr
 from deepseek_recipe.frontend import Protocol
 from deepseek_recipe.gateway import GatewaySettings, create_app
-from tests.gateway_support import ServerThread, check_response, check_stream, parse_sse, serving, settle
+from tests.gateway_support import (
+    ServerThread,
+    chat_stream_choice,
+    check_response,
+    check_stream,
+    parse_sse,
+    serving,
+    settle,
+)
 from tests.vllm.servers import MAX_MODEL_LEN, SERVED_NAME, Scripts, VllmServer
 
 MODEL = SERVED_NAME
@@ -126,6 +134,19 @@ def final_response(protocol: Protocol, events: list[dict[str, Any]]) -> dict[str
     }
 
 
+def reply(url: str, protocol: Protocol, body: dict[str, Any], stream: bool) -> dict[str, Any]:
+    """``body`` sent whole or streamed (Chat then asks for the usage), every event checked against
+    the SDK's types; the whole response it adds up to."""
+    extra: dict[str, Any] = {"stream": stream}
+    if stream and protocol == "chat":
+        extra["stream_options"] = {"include_usage": True}
+    response = httpx.post(url + PATHS[protocol], json={**body, **extra}, timeout=300)
+    assert response.status_code == 200, response.text
+    if stream:
+        return final_response(protocol, check_stream(protocol, response.content))
+    return check_response(protocol, response.content)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_replies_and_usage_that_adds_up(
@@ -134,16 +155,7 @@ def test_replies_and_usage_that_adds_up(
     body = body_for(protocol, f"Reply {protocol} {stream}.")
     reasoning_text, content_text = "Reasoning 東京 🙂 here.", "Content é here."
     length = script_reply(scripts, frontend, protocol, body, f"{reasoning_text}</think>{content_text}")
-    extra: dict[str, Any] = {"stream": stream}
-    if stream and protocol == "chat":
-        extra["stream_options"] = {"include_usage": True}
-    response = httpx.post(gateway.url + PATHS[protocol], json={**body, **extra}, timeout=300)
-    assert response.status_code == 200, response.text
-    whole = (
-        final_response(protocol, check_stream(protocol, response.content))
-        if stream
-        else check_response(protocol, response.content)
-    )
+    whole = reply(gateway.url, protocol, body, stream)
     assert reply_text(protocol, whole) == (reasoning_text, content_text)
     prompt, cached, completion, reasoning = usage_of(protocol, whole)
     assert prompt == len(frontend.prepare(protocol, body).prompt_ids)
@@ -314,10 +326,7 @@ def test_several_choices_from_vllm(
     assert response.status_code == 200, response.text
     if stream:
         events = check_stream("chat", response.content)
-        content = {
-            i: "".join(c["delta"].get("content") or "" for e in events for c in e["choices"] if c["index"] == i)
-            for i in (0, 1)
-        }
+        content = {i: chat_stream_choice(events, i)[0] for i in (0, 1)}
         usage = events[-1]["usage"]
     else:
         whole = check_response("chat", response.content)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -19,14 +18,14 @@ import pytest
 import deepseek_recipe as dr
 from deepseek_recipe.frontend import Protocol
 from deepseek_recipe.gateway import GatewaySettings, create_app
-from tests.gateway_support import ServerThread, check_response, check_stream, serving, settle
+from tests.gateway_support import ServerThread, chat_stream_choice, check_response, check_stream, serving, settle
 from tests.vllm.servers import MAX_MODEL_LEN, Scripts, VllmServer
 from tests.vllm.test_gateway import (
     PATHS,
     PROTOCOLS,
     SCHEMA,
     body_for,
-    final_response,
+    reply,
     reply_text,
     script_endless,
     script_reply,
@@ -65,16 +64,7 @@ def test_replies_usage_and_the_exact_prompt(
     length = script_reply(scripts, frontend, protocol, body, f"{reasoning_text}</think>{content_text}")
     prompt_ids = frontend.prepare(protocol, body).prompt_ids.tolist()
     scripts.forget(prompt_ids)
-    extra: dict[str, Any] = {"stream": stream}
-    if stream and protocol == "chat":
-        extra["stream_options"] = {"include_usage": True}
-    response = httpx.post(gateway.url + PATHS[protocol], json={**body, **extra}, timeout=300)
-    assert response.status_code == 200, response.text
-    whole = (
-        final_response(protocol, check_stream(protocol, response.content))
-        if stream
-        else check_response(protocol, response.content)
-    )
+    whole = reply(gateway.url, protocol, body, stream)
     assert scripts.seen(prompt_ids)
     assert reply_text(protocol, whole) == (reasoning_text, content_text)
     prompt, cached, completion, reasoning = usage_of(protocol, whole)
@@ -122,20 +112,8 @@ def test_several_choices_with_log_probabilities(
     assert response.status_code == 200, response.text
     if stream:
         events = check_stream("chat", response.content)
-        content = {
-            i: "".join(c["delta"].get("content") or "" for e in events for c in e["choices"] if c["index"] == i)
-            for i in (0, 1)
-        }
-        entries = {
-            i: [
-                lp
-                for e in events
-                for c in e["choices"]
-                if c["index"] == i
-                for lp in (c.get("logprobs") or {}).get("content") or []
-            ]
-            for i in (0, 1)
-        }
+        content = {i: chat_stream_choice(events, i)[0] for i in (0, 1)}
+        entries = {i: chat_stream_choice(events, i)[1] for i in (0, 1)}
     else:
         whole = check_response("chat", response.content)
         content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
