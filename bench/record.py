@@ -3,9 +3,10 @@
     python3 bench/record.py [--results PATH]   # rewrite bench/results.md from bench/results/*.json
 
 Every bench (``tokenize_bench.py``, ``stream_bench.py``, ``gateway_bench.py``, ``route_sim.py``,
-``batch_bench.py``) builds a record of its run (``new_record``): the date, the command, the
-machine (CPUs, CPU model, load average), the git commit it measured (``-dirty`` when the
-checkout had uncommitted changes), the versions, every figure and ratio it measured, and
+``batch_bench.py``, ``stored_bench.py``, ``vllm_transport_bench.py``) builds a record of its
+run (``new_record``): the date, the command, the machine (CPUs, CPU model, load average), the
+git commit it measured (``-dirty`` when the checkout had uncommitted changes), the versions,
+every figure and ratio it measured, and
 the markdown it printed, cut into one section per workload, plus its measure of each target it
 checks. ``save`` writes the record to ``bench/results/<bench>-<UTC stamp>.json`` and rewrites
 ``bench/results.md``: a short header, the targets table, and per bench the latest run of each
@@ -47,6 +48,11 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         ["small", "small_slow", "agent", "agent_messages", "paced", "grpc", "intake", "pause"],
     ),
     ("stored", "Stored responses: `python3 bench/stored_bench.py`", ["turn", "storage"]),
+    (
+        "vllm_transport",
+        "A real vLLM receiving a long prompt as JSON and as gRPC: `$VLLM/bin/python bench/vllm_transport_bench.py`",
+        ["table"],
+    ),
     ("route_sim", "Routing simulator: `python bench/route_sim.py`", ["table"]),
     ("batch", "Batch preprocessing on Ray Data: `python bench/batch_bench.py`", ["table"]),
     ("image", "Image preprocessing (`bench/image_bench.py`; written by hand, no record)", ["table"]),
