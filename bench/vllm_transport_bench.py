@@ -91,6 +91,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=12)
+    parser.add_argument("--keep-logs", type=Path, help="copy the vLLM servers' logs into this folder")
     parser.add_argument("--no-record", action="store_true", help="print only: no record, bench/results.md untouched")
     parser.add_argument("--results", type=Path, default=R.RESULTS)
     args = parser.parse_args()
@@ -131,6 +132,9 @@ def main() -> int:
                 size, times = asyncio.run(client(server.url, servers.SERVED_NAME, ids, args.requests))
             finally:
                 server.stop()
+                if args.keep_logs:
+                    args.keep_logs.mkdir(parents=True, exist_ok=True)
+                    (args.keep_logs / f"{name}.log").write_bytes((work / f"{name}.log").read_bytes())
             rest = times[1:]
             results[name] = {
                 "request_bytes": size,
