@@ -117,10 +117,12 @@ def _logprobs(ids: list[int], top: int) -> Any:
 
 
 class GrpcServer:
-    """``engine`` served on a free loopback port (``target``: ``grpc://127.0.0.1:port``)."""
+    """``engine`` served on a loopback port (``target``: ``grpc://127.0.0.1:port``), a free one
+    unless given."""
 
-    def __init__(self, engine: FakeGrpcEngine) -> None:
+    def __init__(self, engine: FakeGrpcEngine, port: int = 0) -> None:
         self.engine = engine
+        self._asked_port = port
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
@@ -134,7 +136,7 @@ class GrpcServer:
     async def _start(self) -> int:
         self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", -1)])
         pb_grpc.add_VllmEngineServicer_to_server(self.engine, self.server)
-        port: int = self.server.add_insecure_port("127.0.0.1:0")
+        port: int = self.server.add_insecure_port(f"127.0.0.1:{self._asked_port}")
         await self.server.start()
         return port
 
@@ -146,8 +148,8 @@ class GrpcServer:
 
 
 @contextmanager
-def grpc_serving(engine: FakeGrpcEngine) -> Iterator[GrpcServer]:
-    server = GrpcServer(engine)
+def grpc_serving(engine: FakeGrpcEngine, port: int = 0) -> Iterator[GrpcServer]:
+    server = GrpcServer(engine, port)
     try:
         yield server
     finally:

@@ -300,6 +300,23 @@ def test_an_unreachable_engine_is_unavailable_at_once(frontend: Frontend) -> Non
         assert httpx.get(gateway.url + "/ready").status_code == 503
 
 
+def test_an_engine_that_comes_back_is_found_within_a_second_or_so(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
+    """Requests refused for 12 s, then the engine starts on its port: the gateway reaches it
+    within a second or so. gRPC's own reconnect backoff would have grown to 6.5 s (±20%) by
+    then, its next attempt usually seconds away."""
+    port = _closed_port()
+    with serving(gateway_for(frontend, f"grpc://127.0.0.1:{port}")) as gateway:
+        refused_until = time.monotonic() + 12
+        while time.monotonic() < refused_until:
+            assert chat(gateway.url).status_code == 503
+            time.sleep(0.2)
+        with grpc_serving(FakeGrpcEngine(script=script(tokenizer)), port):
+            started = time.monotonic()
+            assert settle(lambda: chat(gateway.url).status_code == 200, timeout=20)
+            waited = time.monotonic() - started
+    assert waited < 2, f"the engine was found {waited:.1f} s after it started"
+
+
 def test_a_pool_skips_a_dead_grpc_replica(frontend: Frontend, tokenizer: dr.Tokenizer) -> None:
     fake = FakeGrpcEngine(script=script(tokenizer))
     with grpc_serving(fake) as server:

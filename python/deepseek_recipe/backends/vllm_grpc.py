@@ -51,6 +51,11 @@ _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     # One channel for every request: HTTP/2 multiplexes them.
     ("grpc.enable_retries", 0),
+    # A channel that failed to connect waits out a backoff before trying again, and fails
+    # every call meanwhile; gRPC's default grows it to two minutes. An engine restarted (or
+    # still starting) is found within a second instead; the pool rests a failing replica.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 
