@@ -313,27 +313,40 @@ def test_vllm_killed_mid_stream_gives_each_protocol_its_error(
         server.kill()
 
 
+ChoicesReply = tuple[dict[int, str], dict[int, list[dict[str, Any]]], dict[str, Any]]
+
+
+def two_choices(
+    url: str, scripts: Scripts, frontend: dr.Frontend, prompt: str, output: str, stream: bool, **extra: Any
+) -> ChoicesReply:
+    """A Chat request for two samples of ``prompt`` (each scripted to write ``output``: ``n``
+    leaves the prompt alone), whole or streamed: each choice's content and log probability
+    entries by index, and the usage."""
+    body = body_for("chat", prompt, max_tokens=64, **extra)
+    script_reply(scripts, frontend, "chat", body, output)
+    body["n"] = 2
+    more = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    response = httpx.post(url + PATHS["chat"], json={**body, **more}, timeout=300)
+    assert response.status_code == 200, response.text
+    if stream:
+        events = check_stream("chat", response.content)
+        choices = {i: chat_stream_choice(events, i) for i in (0, 1)}
+        return {i: c[0] for i, c in choices.items()}, {i: c[1] for i, c in choices.items()}, events[-1]["usage"]
+    whole = check_response("chat", response.content)
+    content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
+    entries = {c["index"]: (c.get("logprobs") or {}).get("content") or [] for c in whole["choices"]}
+    return content, entries, whole["usage"]
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_several_choices_from_vllm(
     gateway: ServerThread, scripts: Scripts, frontend: dr.Frontend, stream: bool
 ) -> None:
     """``n`` samples from vLLM, each its own choice (every sample of the prompt writes the script)."""
-    body = body_for("chat", f"Two answers {stream}.", max_tokens=64)
-    script_reply(scripts, frontend, "chat", body, "Same thought.</think>Same answer.")  # n leaves the prompt alone
-    body["n"] = 2
-    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
-    response = httpx.post(gateway.url + PATHS["chat"], json={**body, **extra}, timeout=300)
-    assert response.status_code == 200, response.text
-    if stream:
-        events = check_stream("chat", response.content)
-        content = {i: chat_stream_choice(events, i)[0] for i in (0, 1)}
-        usage = events[-1]["usage"]
-    else:
-        whole = check_response("chat", response.content)
-        content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
-        usage = whole["usage"]
+    output = "Same thought.</think>Same answer."
+    content, _, usage = two_choices(gateway.url, scripts, frontend, f"Two answers {stream}.", output, stream)
     assert content == {0: "Same answer.", 1: "Same answer."}
-    assert usage["completion_tokens"] >= 2 * len(frontend.tokenizer.encode("Same thought.</think>Same answer."))
+    assert usage["completion_tokens"] >= 2 * len(frontend.tokenizer.encode(output))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -18,7 +18,7 @@ import pytest
 import deepseek_recipe as dr
 from deepseek_recipe.frontend import Protocol
 from deepseek_recipe.gateway import GatewaySettings, create_app
-from tests.gateway_support import ServerThread, chat_stream_choice, check_response, check_stream, serving, settle
+from tests.gateway_support import ServerThread, check_response, serving, settle
 from tests.vllm.servers import MAX_MODEL_LEN, Scripts, VllmServer
 from tests.vllm.test_gateway import (
     PATHS,
@@ -29,6 +29,7 @@ from tests.vllm.test_gateway import (
     reply_text,
     script_endless,
     script_reply,
+    two_choices,
     usage_of,
 )
 
@@ -104,20 +105,10 @@ def test_several_choices_with_log_probabilities(
     """``n`` samples, each its own choice, with one log probability per content token and the
     asked-for alternatives, most likely first."""
     answer = "Same answer."
-    body = body_for("chat", f"Two answers over gRPC {stream}.", max_tokens=64, logprobs=True, top_logprobs=2)
-    script_reply(scripts, frontend, "chat", body, f"Same thought.</think>{answer}")
-    body["n"] = 2
-    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
-    response = httpx.post(gateway.url + PATHS["chat"], json={**body, **extra}, timeout=300)
-    assert response.status_code == 200, response.text
-    if stream:
-        events = check_stream("chat", response.content)
-        content = {i: chat_stream_choice(events, i)[0] for i in (0, 1)}
-        entries = {i: chat_stream_choice(events, i)[1] for i in (0, 1)}
-    else:
-        whole = check_response("chat", response.content)
-        content = {c["index"]: c["message"]["content"] for c in whole["choices"]}
-        entries = {c["index"]: c["logprobs"]["content"] for c in whole["choices"]}
+    prompt, output = f"Two answers over gRPC {stream}.", f"Same thought.</think>{answer}"
+    content, entries, _ = two_choices(
+        gateway.url, scripts, frontend, prompt, output, stream, logprobs=True, top_logprobs=2
+    )
     assert content == {0: answer, 1: answer}
     for index in (0, 1):
         assert "".join(entry["token"] for entry in entries[index]) == answer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import urllib.parse
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator, Callable, Collection
 from typing import Any, TypeVar
 
 import anyio
@@ -76,11 +76,7 @@ class HttpBackend(Backend):
         self._in_flight += 1
         try:
             ids = request.prompt_ids
-            if (ids.unwritten_json() if isinstance(ids, TokenIds) else len(ids)) > INLINE_BODY_IDS:
-                # Writing a long prompt's ids as digits: off the event loop.
-                body = await anyio.to_thread.run_sync(self.body, request)
-            else:
-                body = self.body(request)
+            body = await write_body(self.body, request, ids.unwritten_json() if isinstance(ids, TokenIds) else len(ids))
             headers = _JSON_HEADERS
             if request.observer is not None and request.observer.engine_headers:
                 headers = [*headers, *request.observer.engine_headers]
@@ -129,6 +125,14 @@ class HttpBackend(Backend):
                 response.close()
         finally:
             self._in_flight -= 1
+
+
+async def write_body(write: Callable[[GenerationRequest], bytes], request: GenerationRequest, unwritten: int) -> bytes:
+    """``write(request)``: on the event loop, or in a worker thread when more than
+    :data:`INLINE_BODY_IDS` of its ids are still to be written (as digits or varints)."""
+    if unwritten > INLINE_BODY_IDS:
+        return await anyio.to_thread.run_sync(write, request)
+    return write(request)
 
 
 async def _lines(response: EngineResponse) -> AsyncGenerator[bytes, None]:

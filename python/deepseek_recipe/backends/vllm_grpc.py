@@ -25,11 +25,9 @@ import urllib.parse
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-import anyio.to_thread
-
 from deepseek_recipe._native import TokenIds
 from deepseek_recipe.backends import Backend, BackendChunk, BackendError, GenerationRequest
-from deepseek_recipe.backends._http import HEALTH_TIMEOUT, INLINE_BODY_IDS, without_stop_ids
+from deepseek_recipe.backends._http import HEALTH_TIMEOUT, without_stop_ids, write_body
 from deepseek_recipe.frontend import FinishReason
 
 try:
@@ -147,11 +145,9 @@ class VllmGrpcBackend(Backend):
         try:
             await self._connected()
             ids = request.prompt_ids
-            unwritten = ids.unwritten_varints() if isinstance(ids, TokenIds) else len(ids)
-            if unwritten > INLINE_BODY_IDS:
-                body = await anyio.to_thread.run_sync(self.body, request)
-            else:
-                body = self.body(request)
+            body = await write_body(
+                self.body, request, ids.unwritten_varints() if isinstance(ids, TokenIds) else len(ids)
+            )
             metadata = None
             if request.observer is not None and request.observer.engine_headers:
                 metadata = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.observer.engine_headers)
