@@ -3,7 +3,7 @@
     python3 bench/record.py [--results PATH]   # rewrite bench/results.md from bench/results/*.json
 
 Every bench (``tokenize_bench.py``, ``stream_bench.py``, ``gateway_bench.py``, ``route_sim.py``,
-``batch_bench.py``, ``stored_bench.py``, ``vllm_transport_bench.py``) builds a record of its
+``batch_bench.py``, ``stored_bench.py``, ``vllm_transport_bench.py``, ``server_bench.py``) builds a record of its
 run (``new_record``): the date, the command, the machine (CPUs, CPU model, load average), the
 git commit it measured (``-dirty`` when the checkout had uncommitted changes), the versions,
 every figure and ratio it measured, and
@@ -53,6 +53,7 @@ BENCHES: list[tuple[str, str, list[str]]] = [
         "A real vLLM receiving a long prompt as JSON and as gRPC: `$VLLM/bin/python bench/vllm_transport_bench.py`",
         ["table"],
     ),
+    ("server", "The HTTP server under the gateway: `python3 bench/server_bench.py`", ["table"]),
     ("route_sim", "Routing simulator: `python bench/route_sim.py`", ["table"]),
     ("batch", "Batch preprocessing on Ray Data: `python bench/batch_bench.py`", ["table"]),
     ("image", "Image preprocessing (`bench/image_bench.py`; written by hand, no record)", ["table"]),
