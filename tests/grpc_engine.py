@@ -1,13 +1,14 @@
-"""A small real gRPC engine for the vllm-grpc backend's tests: the ``VllmEngine`` service of
-``vllm_engine.proto`` (the generated code of ``smg-grpc-proto``, as vLLM's own servicer uses
-it) on loopback, in a thread with its own event loop.
+"""A small real gRPC engine for the gRPC backends' tests: vLLM's ``VllmEngine`` service
+(``vllm_engine.proto``) or SGLang's ``SglangScheduler`` (``sglang_scheduler.proto``), from the
+generated code of ``smg-grpc-proto`` as both engines' servicers use it, on loopback, in a thread
+with its own event loop.
 
-It records every ``GenerateRequest``, streams a scripted output as vLLM's servicer does
+It records every ``GenerateRequest``, streams a scripted output as both servicers do
 (``chunk`` messages with each choice's new ids, then a ``complete`` per choice that repeats
-the last chunk's ids), gives log probabilities in the servicer's shape (the sampled token
-first in each top list, then the most likely others), and misbehaves on request (stall, fail
-mid-stream, reject the request, abort, never finish). ``cancelled`` counts calls whose client
-went away.
+the last chunk's ids), gives log probabilities in each servicer's shape (vLLM's: the sampled
+token first in each top list, then the most likely others; SGLang's: the most likely ones), and
+misbehaves on request (stall, fail mid-stream, reject the request, abort, never finish).
+``cancelled`` counts calls whose client went away.
 """
 
 from __future__ import annotations
@@ -21,10 +22,23 @@ from typing import Any, Literal
 
 import grpc
 import grpc.aio
-from smg_grpc_proto import vllm_engine_pb2 as pb
-from smg_grpc_proto import vllm_engine_pb2_grpc as pb_grpc
+from smg_grpc_proto import sglang_scheduler_pb2, sglang_scheduler_pb2_grpc, vllm_engine_pb2, vllm_engine_pb2_grpc
 
 Behaviour = Literal["normal", "stall", "die", "reject", "abort", "endless", "no_finish"]
+Kind = Literal["vllm", "sglang"]
+#: Each engine's messages, its servicer (every method unimplemented), and how it is added to a server.
+PROTOS: dict[str, tuple[Any, Any, Any]] = {
+    "vllm": (
+        vllm_engine_pb2,
+        vllm_engine_pb2_grpc.VllmEngineServicer,
+        vllm_engine_pb2_grpc.add_VllmEngineServicer_to_server,
+    ),
+    "sglang": (
+        sglang_scheduler_pb2,
+        sglang_scheduler_pb2_grpc.SglangSchedulerServicer,
+        sglang_scheduler_pb2_grpc.add_SglangSchedulerServicer_to_server,
+    ),
+}
 SECRET = "secret prompt text"
 """What a rejection's details say: the gateway must never pass it on."""
 
@@ -35,7 +49,7 @@ def logprob_of(token: int) -> float:
 
 
 @dataclass
-class FakeGrpcEngine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
+class FakeGrpcEngine:
     script: list[list[int]] = field(default_factory=list)
     finish: str = "stop"
     behaviour: Behaviour = "normal"
@@ -45,6 +59,7 @@ class FakeGrpcEngine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
     requests: list[Any] = field(default_factory=list)
     cancelled: int = 0
     active: int = 0
+    kind: Kind = "vllm"
 
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
         self.requests.append(request)
@@ -63,10 +78,14 @@ class FakeGrpcEngine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad request: {SECRET}")
         if self.behaviour == "stall":
             await asyncio.Event().wait()
+        pb = PROTOS[self.kind][0]
         prompt = len(request.tokenized.input_ids)
         params = request.sampling_params
         samples = params.n or 1
-        top = params.logprobs if params.HasField("logprobs") else None
+        if self.kind == "vllm":
+            top = params.logprobs if params.HasField("logprobs") else None
+        else:
+            top = request.top_logprobs_num if request.return_logprob else None
         chunks = list(self.script) or [[100]]
         index = 0
         while self.behaviour == "endless" or index < len(chunks):
@@ -86,7 +105,7 @@ class FakeGrpcEngine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
                     index=sample,
                 )
                 if top is not None:
-                    chunk.output_logprobs.CopyFrom(_logprobs(ids, top))
+                    chunk.output_logprobs.CopyFrom(_logprobs(pb, ids, top, sampled_first=self.kind == "vllm"))
                 yield pb.GenerateResponse(chunk=chunk)
                 if last:
                     reason = "abort" if self.behaviour == "abort" else self.finish
@@ -101,16 +120,19 @@ class FakeGrpcEngine(pb_grpc.VllmEngineServicer):  # type: ignore[misc]
                     yield pb.GenerateResponse(complete=done)
 
     async def HealthCheck(self, request: Any, context: Any) -> Any:
+        pb = PROTOS[self.kind][0]
         return pb.HealthCheckResponse(healthy=self.healthy, message="ok" if self.healthy else "down")
 
 
-def _logprobs(ids: list[int], top: int) -> Any:
-    """vLLM's servicer's shape: each top list is the first ``top`` entries of a dict holding the
-    sampled token first, then the model's most likely ids (here ``i + 1``, ``i + 2``, … with
-    falling log probabilities, all more likely than the sampled one)."""
+def _logprobs(pb: Any, ids: list[int], top: int, *, sampled_first: bool) -> Any:
+    """The model's most likely ids after ``i`` are ``i + 1``, ``i + 2``, … with falling log
+    probabilities, all more likely than the sampled one. vLLM's servicer's top list is the first
+    ``top`` entries of a dict holding the sampled token first, then those; SGLang's is the
+    ``top`` most likely."""
     out = pb.OutputLogProbs(token_logprobs=[logprob_of(i) for i in ids], token_ids=ids)
     for i in ids:
-        entries = [(i, logprob_of(i)), *((i + k, -0.01 * k) for k in range(1, top + 1))]
+        likely = [(i + k, -0.01 * k) for k in range(1, top + 1)]
+        entries = [(i, logprob_of(i)), *likely] if sampled_first else likely
         kept = entries[:top]
         out.top_logprobs.append(pb.TopLogProbs(values=[lp for _, lp in kept], token_ids=[t for t, _ in kept]))
     return out
@@ -129,13 +151,17 @@ class GrpcServer:
         self.server: Any = None
         self.port = self._run(self._start())
         self.target = f"grpc://127.0.0.1:{self.port}"
+        self.kind = engine.kind
 
     def _run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
 
     async def _start(self) -> int:
         self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", -1)])
-        pb_grpc.add_VllmEngineServicer_to_server(self.engine, self.server)
+        _, servicer_class, add = PROTOS[self.engine.kind]
+        servicer = servicer_class()  # the engine's two methods over the generated ones
+        servicer.Generate, servicer.HealthCheck = self.engine.Generate, self.engine.HealthCheck
+        add(servicer, self.server)
         port: int = self.server.add_insecure_port(f"127.0.0.1:{self._asked_port}")
         await self.server.start()
         return port

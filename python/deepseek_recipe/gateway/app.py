@@ -602,6 +602,10 @@ def backend_from_settings(settings: GatewaySettings, frontend: Frontend) -> Back
             from deepseek_recipe.backends.vllm_grpc import VllmGrpcBackend  # the grpc extra
 
             replicas.append(VllmGrpcBackend(url, connect_timeout=timeout))
+        elif settings.backend == "sglang-grpc":
+            from deepseek_recipe.backends.sglang_grpc import SglangGrpcBackend  # the grpc extra
+
+            replicas.append(SglangGrpcBackend(url, connect_timeout=timeout))
         else:
             replicas.append(SGLangBackend(url, connect_timeout=timeout))
     if len(replicas) == 1:

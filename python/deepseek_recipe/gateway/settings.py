@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib
 
-BackendKind = Literal["demo", "completions", "sglang", "vllm-grpc"]
+BackendKind = Literal["demo", "completions", "sglang", "vllm-grpc", "sglang-grpc"]
 
 
 class ApiKey(BaseModel):
@@ -75,7 +75,8 @@ class GatewaySettings(BaseSettings):
         default="demo",
         description="demo: the embedded engine (no weights); completions: an OpenAI-compatible "
         "/v1/completions server taking token ids (vLLM, SGLang, llama.cpp); sglang: SGLang's /generate; "
-        "vllm-grpc: vLLM's gRPC entrypoint (vllm serve --grpc; URLs grpc://host:port; the grpc extra)",
+        "vllm-grpc: vLLM's gRPC entrypoint (vllm serve --grpc; URLs grpc://host:port; the grpc extra); "
+        "sglang-grpc: SGLang's gRPC mode (sglang serve --smg-grpc-mode; the same URLs and extra)",
     )
     backend_urls: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="engine base URLs, comma-separated; several are routed (see routing)"
