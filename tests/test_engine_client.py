@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_recipe.backends._client import _HIGH_WATER, EngineClient, EngineError
+from deepseek_recipe.backends._client import _HIGH_WATER, _JOIN_BYTES, EngineClient, EngineError, _Connection
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -99,6 +99,48 @@ def test_each_framing_is_read_whole_and_kept_connections_are_reused() -> None:
             client.close()
 
     run(main())
+
+
+def test_a_small_body_goes_in_one_write_with_its_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One write wakes the engine once; a long body is written after its head, not copied to
+    join it. Either way the engine reads the same request."""
+    writes: list[int] = []
+    received: list[bytes] = []
+
+    class Counting:
+        def __init__(self, transport: Any) -> None:
+            self._transport = transport
+
+        def write(self, data: bytes) -> None:
+            writes.append(len(data))
+            self._transport.write(data)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._transport, name)
+
+    made = _Connection.connection_made
+    monkeypatch.setattr(_Connection, "connection_made", lambda self, transport: made(self, Counting(transport)))
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(3):
+            received.append(await read_request(reader))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+
+    small, edge, large = b'{"a": 1}', b"x" * _JOIN_BYTES, b"y" * (_JOIN_BYTES + 1)
+
+    async def main() -> None:
+        async with Server(handler) as server:
+            client = EngineClient(server.url, connect_timeout=5)
+            for body in (small, edge, large):
+                assert await read_all(client, body) == (200, b"ok")
+            client.close()
+
+    run(main())
+    assert received == [small, edge, large]
+    # Head and body in one write each, then the long body's head alone and the body alone.
+    assert len(writes) == 4 and writes[0] > len(small) and writes[1] > len(edge)
+    assert writes[2] < 1024 and writes[3] == len(large)
 
 
 def test_a_body_that_ends_with_the_connection_and_an_engine_that_closes_idle_connections() -> None:
