@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -119,7 +119,9 @@ def test_a_small_body_goes_in_one_write_with_its_head(monkeypatch: pytest.Monkey
             return getattr(self._transport, name)
 
     made = _Connection.connection_made
-    monkeypatch.setattr(_Connection, "connection_made", lambda self, transport: made(self, Counting(transport)))
+    monkeypatch.setattr(
+        _Connection, "connection_made", lambda self, transport: made(self, cast(asyncio.Transport, Counting(transport)))
+    )
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for _ in range(3):
