@@ -8,8 +8,9 @@ Three servers take the same requests from one client in another process, one ser
   without a compiler), which reads a request's head and ``Content-Length`` bytes of body into
   one buffer and answers: what receiving the bytes costs on this machine, and nothing else;
 - **uvicorn**: what ``deepseek-recipe serve`` runs (uvicorn with uvloop and the gateway's
-  httptools protocol, ``deepseek_recipe.gateway.server.uvicorn_options``), serving an ASGI app
-  that reads the whole body the way the gateway does and answers;
+  httptools protocol, ``deepseek_recipe.gateway.server.uvicorn_options``, malloc's tunables as
+  ``serve`` sets them), serving an ASGI app that reads the whole body the way the gateway does
+  and answers;
 - **granian** (with ``--granian-python``, a Python with ``granian`` installed; one worker, its
   uvloop loop): the same app under a server written in Rust, the alternative the request-path
   issue asked to measure.
@@ -38,6 +39,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import record as R  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "python"))
+from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES  # noqa: E402
 
 SIZES = {"small": 300, "large": 1_200_000}
 GAP = 0.002
@@ -168,6 +172,9 @@ def main() -> int:
                 continue
             port = free_port()
             environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")])}
+            if name in ("uvicorn", "granian"):
+                # malloc as `serve` sets it for itself (glibc reads it only as a process starts).
+                environment.setdefault("GLIBC_TUNABLES", HUGE_PAGE_TUNABLES)
             if name == "granian":
                 version = subprocess.run(
                     [argv[0], "-c", "import granian; print(granian.__version__)"], capture_output=True, text=True
