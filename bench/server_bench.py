@@ -40,9 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import record as R  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "python"))
-from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES  # noqa: E402
-
 SIZES = {"small": 300, "large": 1_200_000}
 GAP = 0.002
 TITLES = {
@@ -53,7 +50,8 @@ TITLES = {
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Read the whole body as the gateway does (``Intake.read_body``), answer ``ok``."""
+    """Read the whole body as the gateway does (``Intake.read_body``), answer ``ok``. (This
+    module imports only the standard library at its top: granian's Python imports it.)"""
     if scope["type"] != "http":
         return
     parts = []
@@ -174,6 +172,8 @@ def main() -> int:
             environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")])}
             if name in ("uvicorn", "granian"):
                 # malloc as `serve` sets it for itself (glibc reads it only as a process starts).
+                from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES
+
                 environment.setdefault("GLIBC_TUNABLES", HUGE_PAGE_TUNABLES)
             if name == "granian":
                 version = subprocess.run(
