@@ -8,7 +8,9 @@ import atexit
 import json
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,16 @@ _STORE_HOME = tempfile.mkdtemp(prefix="deepseek-recipe-test-data-")
 os.environ["XDG_DATA_HOME"] = _STORE_HOME
 os.environ["DEEPSEEK_RECIPE_STORE_DIR"] = os.path.join(_STORE_HOME, "deepseek-recipe")
 atexit.register(shutil.rmtree, _STORE_HOME, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Closes the clients a test made with ``gateway_support.closed_after_test`` (looked up only
+    where that module was imported: not every suite's environment has the SDKs it needs)."""
+    yield
+    support = sys.modules.get("tests.gateway_support")
+    if support is not None:
+        support.close_clients()
 
 
 @pytest.fixture(scope="session")

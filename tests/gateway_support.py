@@ -25,6 +25,22 @@ from deepseek_recipe.backends.demo import DemoEngine
 T = TypeVar("T")
 
 
+_CLIENTS: list[Any] = []
+
+
+def closed_after_test(client: T) -> T:
+    """``client`` (an SDK or httpx client), closed when the test that made it ends
+    (``tests/conftest.py``): one left open keeps its sockets until the collector finds them,
+    in whichever later test that is, whose warnings are errors."""
+    _CLIENTS.append(client)
+    return client
+
+
+def close_clients() -> None:
+    while _CLIENTS:
+        _CLIENTS.pop().close()
+
+
 class RecordingDemo(DemoEngine):
     """The demo engine, keeping the prompt ids of every request it gets."""
 

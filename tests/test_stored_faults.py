@@ -25,7 +25,7 @@ from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.gateway.store.sql import SqliteStore
 from tests import postgres_support
-from tests.gateway_support import parse_sse, serving
+from tests.gateway_support import closed_after_test, parse_sse, serving
 from tests.ports import free_port
 
 MODEL = "DeepSeek-V4-Pro"
@@ -61,7 +61,7 @@ def gateway_process(store: str, *extra: str) -> Iterator[tuple[subprocess.Popen[
 
 
 def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+    return closed_after_test(openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0))
 
 
 def test_a_gateway_killed_mid_turn_loses_no_stored_turn(tmp_path: Path) -> None:

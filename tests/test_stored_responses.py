@@ -23,7 +23,7 @@ from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from deepseek_recipe.gateway.store import Store, open_store
 from tests import postgres_support
-from tests.gateway_support import RecordingDemo, ServerThread, serving
+from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, serving
 
 MODEL = "DeepSeek-V4-Pro"
 KEYS = ["sk-first", "sk-second"]
@@ -73,7 +73,7 @@ def gateway(
 
 
 def client(server: ServerThread, key: str = KEYS[0]) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+    return closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0))
 
 
 def next_input(response: Response, turn: int) -> list[dict[str, Any]]:
