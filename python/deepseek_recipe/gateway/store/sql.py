@@ -1,22 +1,23 @@
 """The store on SQL: SQLite (the standard library's ``sqlite3``, WAL mode, one file) and
 PostgreSQL (``psycopg`` 3 with ``psycopg_pool``, from the ``postgres`` extra; imported only
 when used). Both run the same statements (named ``:parameters``, turned into ``%(name)s`` for
-psycopg) through their drivers' blocking APIs in worker threads, one transaction per
-operation. The schema is created and migrated when the store opens (``MIGRATIONS``; a
-PostgreSQL advisory lock keeps gateways starting together from racing).
+psycopg) through their drivers' blocking APIs in threads of the store's own (one for SQLite's
+one connection, one per pooled connection for PostgreSQL), one transaction per operation. The
+schema is created and migrated when the store opens (``MIGRATIONS``; a PostgreSQL advisory
+lock keeps gateways starting together from racing).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
-
-import anyio.to_thread
 
 from deepseek_recipe.gateway.store import (
     ConversationRecord,
@@ -126,6 +127,31 @@ class SqlStore(Store):
     """The statements and transactions both dialects share; subclasses connect."""
 
     blob = "BLOB"
+    kind = "sql"
+    #: Threads the driver's blocking calls run in.
+    threads = 1
+    _executor: ThreadPoolExecutor | None = None
+
+    async def _in_thread(self, call: Callable[[], T]) -> T:
+        """``call()`` in one of the store's threads: a plain asyncio hand-off, which costs a
+        fraction of what ``anyio.to_thread`` costs a call (0.2-0.3 ms less per operation,
+        measured on SQLite). A caller cancelled meanwhile still waits for the call to end (its
+        transaction committed or rolled back), then is cancelled."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix=f"deepseek-recipe-{self.kind}")
+        running = asyncio.get_running_loop().run_in_executor(self._executor, call)
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            await asyncio.wait((running,))
+            if not running.cancelled():
+                running.exception()  # retrieved: the cancellation is what the caller gets
+            raise
+
+    def _stop_threads(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[Any]:
@@ -153,7 +179,7 @@ class SqlStore(Store):
                     raise
                 raise failure from None
 
-        return await anyio.to_thread.run_sync(transact)
+        return await self._in_thread(transact)
 
     def _execute(self, cursor: Any, sql: str, params: dict[str, Any] | None = None) -> Any:
         return cursor.execute(self._statement(sql), params or {})
@@ -445,13 +471,14 @@ class SqliteStore(SqlStore):
                 failure = self._failure(error)
                 raise failure if failure is not None else error from None
 
-        await anyio.to_thread.run_sync(connect)
+        await self._in_thread(connect)
 
     async def close(self) -> None:
         if self._connection is not None:
             connection, self._connection = self._connection, None
             with self._lock:
                 connection.close()
+        self._stop_threads()
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[Any]:
@@ -497,6 +524,7 @@ class PostgresStore(SqlStore):
                 "a postgresql:// store needs the postgres extra: pip install 'deepseek-recipe-rs[postgres]'"
             ) from None
         self._psycopg = psycopg
+        self.threads = pool_size
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -517,10 +545,11 @@ class PostgresStore(SqlStore):
                 failure = self._failure(error)
                 raise failure if failure is not None else error from None
 
-        await anyio.to_thread.run_sync(connect)
+        await self._in_thread(connect)
 
     async def close(self) -> None:
-        await anyio.to_thread.run_sync(self._pool.close)
+        await self._in_thread(self._pool.close)
+        self._stop_threads()
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[Any]:
