@@ -28,6 +28,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,33 @@ def new_record(bench: str, started: dt.datetime, command: str, quick: bool) -> d
         "targets": {},
         "figures": {},
     }
+
+
+def begin(bench: str, command: str) -> tuple[dict[str, Any], Callable[..., None]]:
+    """A record of a run of ``bench`` starting now (not quick), its title printed, and ``say``:
+    print a line and add it to the record's header, which begins with the command and the
+    machine."""
+    record = new_record(bench, dt.datetime.now(dt.timezone.utc), command, False)
+    say = _printer(record["header"])
+    print(run_title(record) + "\n", flush=True)
+    m = record["machine"]
+    say(f"- command: `{command}`")
+    say(f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; load average {m['load_start']} at start")
+    return record, say
+
+
+def section(record: dict[str, Any], name: str) -> Callable[..., None]:
+    """``add``: print a line and add it to the record's section ``name`` (made empty now)."""
+    record["sections"][name] = []
+    return _printer(record["sections"][name])
+
+
+def _printer(lines: list[str]) -> Callable[..., None]:
+    def add(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    return add
 
 
 def run_date(record: dict[str, Any]) -> str:

@@ -23,7 +23,6 @@ p50 and p99 of the whole exchange, and what each server adds over the floor.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import shutil
@@ -151,18 +150,7 @@ def main() -> int:
         serve_uvicorn(args.serve_uvicorn)
         return 0
 
-    command = f"python3 bench/server_bench.py {' '.join(sys.argv[1:])}".rstrip()
-    report_record = R.new_record("server", dt.datetime.now(dt.timezone.utc), command, False)
-    header = report_record["header"]
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        header.append(line)
-
-    print(R.run_title(report_record) + "\n", flush=True)
-    m = report_record["machine"]
-    say(f"- command: `{command}`")
-    say(f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; load average {m['load_start']} at start")
+    report_record, say = R.begin("server", f"python3 bench/server_bench.py {' '.join(sys.argv[1:])}".rstrip())
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in servers(args, Path(tmp)).items():
@@ -196,12 +184,7 @@ def main() -> int:
                 process.terminate()
                 process.wait(timeout=30)
     report_record["figures"] = results
-    report_record["sections"]["table"] = section = []
-
-    def add(line: str = "") -> None:
-        print(line, flush=True)
-        section.append(line)
-
+    add = R.section(report_record, "table")
     add()
     add(
         f"#### A POST's whole exchange, client in another process ({args.requests} sequential requests per size, "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import statistics
 import subprocess
@@ -98,20 +97,10 @@ def main() -> int:
 
     import tests.vllm.servers as servers
 
-    command = f"python bench/vllm_transport_bench.py {' '.join(sys.argv[1:])}".rstrip()
-    report_record = R.new_record("vllm_transport", dt.datetime.now(dt.timezone.utc), command, False)
-    lines = report_record["header"]
-
-    def say(line: str = "") -> None:
-        print(line, flush=True)
-        lines.append(line)
-
     import vllm
 
-    print(R.run_title(report_record) + "\n", flush=True)
-    m = report_record["machine"]
-    say(f"- command: `{command}`")
-    say(f"- machine: {m['nproc']} CPUs, {m['cpu']}, {m['memory']} RAM; load average {m['load_start']} at start")
+    command = f"python bench/vllm_transport_bench.py {' '.join(sys.argv[1:])}".rstrip()
+    report_record, say = R.begin("vllm_transport", command)
     say(f"- vLLM {vllm.__version__} (CPU), the engine tests' tiny model (2 layers, hidden size 128)")
     report_record["versions"]["vllm"] = {"version": vllm.__version__, "where": str(Path(vllm.__file__).parent)}
     ids = prompt_ids(args.tokens)
@@ -145,12 +134,7 @@ def main() -> int:
                 "times_s": times,
             }
     report_record["figures"] = {"tokens": len(ids), **results}
-    report_record["sections"]["table"] = section = []
-
-    def add(line: str = "") -> None:
-        print(line, flush=True)
-        section.append(line)
-
+    add = R.section(report_record, "table")
     add()
     add(f"#### A {len(ids):,}-token prompt, cached, one token asked for ({args.requests} requests each)")
     add()
