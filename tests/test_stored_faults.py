@@ -203,13 +203,15 @@ def test_a_read_only_or_full_sqlite_gives_a_clear_503(tmp_path: Path, tokenizer:
         assert oai.responses.create(model=MODEL, input="more", previous_response_id=first.id).status == "completed"
 
 
+@pytest.mark.parametrize("pad", [0, 20_000], ids=["short", "long"])
 def test_a_previous_response_gone_elsewhere_is_gone_for_a_gateway_that_holds_its_state(
-    tmp_path: Path, tokenizer: Any
+    tmp_path: Path, tokenizer: Any, pad: int
 ) -> None:
     """A gateway encodes a turn from the previous turn's state in memory while the store says
     whether that response still stands: a response deleted through another gateway is 404
     there too, before any error of the new input, exactly as from a gateway that must read it
-    (the answers are compared)."""
+    (the answers are compared). A long new input (over 16 KiB) is encoded in a worker thread
+    while the store is asked, a short one on the event loop."""
     frontend = Frontend(tokenizer)
     store = str(tmp_path / "store.sqlite3")
     gateways = [
@@ -221,8 +223,9 @@ def test_a_previous_response_gone_elsewhere_is_gone_for_a_gateway_that_holds_its
         follow = client(holder.url).responses.create(model=MODEL, input="more", previous_response_id=first.id)
         assert follow.status == "completed"
         assert httpx.delete(other.url + f"/v1/responses/{first.id}", timeout=30).status_code == 200
-        bad_input = [{"type": "function_call_output", "call_id": "call_nope", "output": "x"}]  # answers no call
-        for given in ("again", bad_input):
+        # Answers no call.
+        bad_input = [{"type": "function_call_output", "call_id": "call_nope", "output": "x" * (1 + pad)}]
+        for given in ("again" + " more" * (pad // 5), bad_input):
             body = {"model": MODEL, "input": given, "previous_response_id": first.id}
             held = httpx.post(holder.url + "/v1/responses", json=body, timeout=30)
             read = httpx.post(reader.url + "/v1/responses", json=body, timeout=30)
@@ -234,3 +237,10 @@ def test_a_previous_response_gone_elsewhere_is_gone_for_a_gateway_that_holds_its
         read = httpx.post(reader.url + "/v1/responses", json=body, timeout=30)
         assert held.status_code == read.status_code == 400, held.text
         assert held.json() == read.json()
+        # A good one: the same turn both ways.
+        body = {"model": MODEL, "input": "and then" + " more" * (pad // 5), "previous_response_id": follow.id}
+        held = httpx.post(holder.url + "/v1/responses", json=body, timeout=30)
+        read = httpx.post(reader.url + "/v1/responses", json=body, timeout=30)
+        assert held.status_code == read.status_code == 200, held.text
+        assert held.json()["output"][-1]["content"] == read.json()["output"][-1]["content"]
+        assert held.json()["usage"]["input_tokens"] == read.json()["usage"]["input_tokens"]
