@@ -74,25 +74,6 @@ def serve_uvicorn(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", log_level="warning", lifespan="off", **options)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the server did not start listening")
-
-
 def exchange_times(port: int, size: int, requests: int) -> list[float]:
     """Seconds per request of ``size`` body bytes, sequential on one connection (the first
     tenth is a warm-up, dropped)."""
@@ -151,38 +132,33 @@ def main() -> int:
         return 0
 
     report_record, say = R.begin("server", f"python3 bench/server_bench.py {' '.join(sys.argv[1:])}".rstrip())
+    import gateway_bench as G
+    from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES
+
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in servers(args, Path(tmp)).items():
             if argv is None:
                 continue
-            port = free_port()
-            environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")])}
+            port = G.free_port()
+            environment = {"PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")])}
             if name in ("uvicorn", "granian"):
                 # malloc as `serve` sets it for itself (glibc reads it only as a process starts).
-                from deepseek_recipe.gateway.server import HUGE_PAGE_TUNABLES
-
-                environment.setdefault("GLIBC_TUNABLES", HUGE_PAGE_TUNABLES)
+                environment["GLIBC_TUNABLES"] = os.environ.get("GLIBC_TUNABLES", HUGE_PAGE_TUNABLES)
             if name == "granian":
                 version = subprocess.run(
                     [argv[0], "-c", "import granian; print(granian.__version__)"], capture_output=True, text=True
                 ).stdout.strip()
                 report_record["versions"]["granian"] = {"version": version, "where": argv[0]}
                 say(f"- granian {version}, `{argv[0]}`")
-            process = subprocess.Popen([*argv, str(port)], env=environment, stderr=subprocess.DEVNULL)
-            try:
-                wait_listening(port, process)
+            with G.process([*argv, str(port)], port, env=environment):
                 results[name] = {}
                 for size_name, size in SIZES.items():
                     times = exchange_times(port, size, args.requests)
-                    ordered = sorted(times)
                     results[name][size_name] = {
                         "p50_ms": statistics.median(times) * 1e3,
-                        "p99_ms": ordered[int(len(ordered) * 0.99) - 1] * 1e3,
+                        "p99_ms": G.percentile(times, 0.99) * 1e3,
                     }
-            finally:
-                process.terminate()
-                process.wait(timeout=30)
     report_record["figures"] = results
     add = R.section(report_record, "table")
     add()

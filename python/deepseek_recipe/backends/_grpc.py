@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.parse
+from abc import abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
@@ -77,9 +78,9 @@ class GrpcBackend(Backend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight = 0
 
+    @abstractmethod
     def body(self, request: GenerationRequest) -> bytes:
         """The serialized ``GenerateRequest`` for ``request``."""
-        raise NotImplementedError
 
     def _connection(self) -> Any:
         """The channel, made on first use in the running event loop (a gRPC channel belongs to

@@ -127,7 +127,6 @@ class SqlStore(Store):
     """The statements and transactions both dialects share; subclasses connect."""
 
     blob = "BLOB"
-    kind = "sql"
     #: Threads the driver's blocking calls run in.
     threads = 1
     _executor: ThreadPoolExecutor | None = None
