@@ -22,5 +22,7 @@ pub use message::{
     ImageDetail, ImageSource, ImageSourceKind, Message, Role, ToolCall, ToolDefinition,
 };
 pub use options::{ConversionOptions, ModelVersion, ReasoningContentBehavior, WebSearchBehavior};
-pub use reported::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState};
+pub use reported::{
+    json_object, NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState,
+};
 pub use special::{SpecialToken, SpecialTokens};

@@ -92,24 +92,32 @@ impl ReportedSettings {
         }
     }
 
-    /// The settings as one JSON object (the form `ReplySettings.echo` carries). Floats are
+    /// The settings as one JSON object (the form `ReplySettings.echo` carries), moved in: a
+    /// request's declared tools (their parameter schemas) are not copied again. Floats are
     /// stored as the shortest decimal of the `f32`, so `0.3` stays `0.3`.
-    pub fn to_value(&self) -> Value {
-        json!({
-            "instructions": self.scalars.instructions,
-            "max_output_tokens": self.scalars.max_output_tokens,
-            "reasoning": self.reasoning,
-            "temperature": f32_value(self.scalars.temperature),
-            "text": self.text,
-            "tool_choice": self.tool_choice,
-            "tools": self.tools,
-            "top_logprobs": self.scalars.top_logprobs,
-            "top_p": f32_value(self.scalars.top_p),
-            "user": self.scalars.user,
-        })
+    pub fn into_value(self) -> Value {
+        let scalars = self.scalars;
+        json_object([
+            (
+                "instructions",
+                scalars.instructions.map_or(Value::Null, Value::String),
+            ),
+            (
+                "max_output_tokens",
+                scalars.max_output_tokens.map_or(Value::Null, Value::from),
+            ),
+            ("reasoning", self.reasoning),
+            ("temperature", f32_value(scalars.temperature)),
+            ("text", self.text),
+            ("tool_choice", self.tool_choice),
+            ("tools", Value::Array(self.tools)),
+            ("top_logprobs", Value::from(scalars.top_logprobs)),
+            ("top_p", f32_value(scalars.top_p)),
+            ("user", scalars.user.map_or(Value::Null, Value::String)),
+        ])
     }
 
-    /// Read back what [`ReportedSettings::to_value`] wrote; missing parts take the defaults.
+    /// Read back what [`ReportedSettings::into_value`] wrote; missing parts take the defaults.
     pub fn from_value(value: &Value) -> Self {
         let defaults = ReportedSettings::default();
         let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -159,6 +167,17 @@ impl ReportedSettings {
     }
 }
 
+/// A JSON object of `fields` in their order. `json!` would serialize each value again (a
+/// second copy of every declared tool's parameter schema): these are moved in.
+pub fn json_object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
+}
+
 /// An `f32` as the JSON number its shortest decimal spells.
 fn f32_value(value: f32) -> Value {
     value
@@ -185,36 +204,40 @@ pub struct RequestReply {
 
 impl RequestReply {
     /// This reply with the typed scalar settings and the namespace names conversion assigns.
-    pub fn complete(&self, scalars: &ResponsesEcho, namespace_tools: NamespaceTools) -> Self {
+    pub fn complete(self, scalars: &ResponsesEcho, namespace_tools: NamespaceTools) -> Self {
         RequestReply {
-            settings: self.settings.with_scalars(scalars),
+            settings: ReportedSettings {
+                scalars: scalars.clone(),
+                ..self.settings
+            },
             namespace_tools,
             custom_apply_patch: self.custom_apply_patch,
         }
     }
 
     /// The converted request's reply settings: this reply as its `echo`.
-    pub fn reply_settings(&self) -> ReplySettings {
+    pub fn reply_settings(self) -> ReplySettings {
         ReplySettings {
             include_usage: false,
-            echo: Some(self.to_value()),
+            echo: Some(self.into_value()),
         }
     }
 
-    pub fn to_value(&self) -> Value {
+    /// The reply as one JSON object, moved in (its settings are not copied again).
+    pub fn into_value(self) -> Value {
         let namespace_tools: serde_json::Map<String, Value> = self
             .namespace_tools
-            .iter()
-            .map(|(flat, (ns, name))| (flat.clone(), json!([ns, name])))
+            .into_iter()
+            .map(|(flat, (ns, name))| (flat, json!([ns, name])))
             .collect();
-        json!({
-            "settings": self.settings.to_value(),
-            "namespace_tools": namespace_tools,
-            "custom_apply_patch": self.custom_apply_patch,
-        })
+        json_object([
+            ("settings", self.settings.into_value()),
+            ("namespace_tools", Value::Object(namespace_tools)),
+            ("custom_apply_patch", Value::Bool(self.custom_apply_patch)),
+        ])
     }
 
-    /// Read back [`RequestReply::to_value`]; a missing or foreign value gives the defaults.
+    /// Read back [`RequestReply::into_value`]; a missing or foreign value gives the defaults.
     pub fn from_value(value: Option<&Value>) -> Self {
         let Some(value) = value else {
             return RequestReply::default();
@@ -257,7 +280,7 @@ mod tests {
         scalars.temperature = 0.3;
         scalars.top_p = 0.123_456_79;
         let settings = ReportedSettings::default().with_scalars(&scalars);
-        let value = settings.to_value();
+        let value = settings.clone().into_value();
         assert_eq!(serde_json::to_string(&value["temperature"]).unwrap(), "0.3");
         assert_eq!(
             serde_json::to_string(&value["top_p"]).unwrap(),
@@ -273,7 +296,7 @@ mod tests {
             namespace_tools: [("ns__f".to_owned(), ("ns".to_owned(), "f".to_owned()))].into(),
             custom_apply_patch: true,
         };
-        let echo = reply.reply_settings().echo;
+        let echo = reply.clone().reply_settings().echo;
         assert_eq!(RequestReply::from_value(echo.as_ref()), reply);
         assert_eq!(RequestReply::from_value(None), RequestReply::default());
     }

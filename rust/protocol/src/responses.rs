@@ -125,10 +125,10 @@ impl ResponsesRequest {
         options: &ConversionOptions,
         history: Option<&ResponsesHistory>,
     ) -> Result<(ConversationRequest, Option<ResponsesHistory>), ConversionError> {
-        let reply = self.reply.complete(
-            &self.echo(),
-            self.namespace_tool_map(options).unwrap_or_default(),
-        );
+        let (echo, namespace_tools) = (self.echo(), self.namespace_tool_map(options));
+        let reply = self
+            .reply
+            .complete(&echo, namespace_tools.unwrap_or_default());
         let body = self.body;
         let version = options.model_version(&body.model)?;
         let effort = body.reasoning.as_ref().and_then(|r| r.effort);
@@ -137,7 +137,7 @@ impl ResponsesRequest {
 
         let declared = body.tools.unwrap_or_default();
         let pending =
-            tool_defs::check_declared(&declared, version, options.responses_web_search, "")?;
+            tool_defs::check_declared(declared, version, options.responses_web_search, "")?;
         let image_token = options.special_tokens.get(SpecialToken::Image);
         let names = tool_defs::pending_names(&pending);
         let web_search = options.responses_web_search;

@@ -13,6 +13,7 @@ use deepseek_model::{
     ConversionError, ModelVersion, OutputConstraint, ResponseFormat, ToolChoice, ToolDefinition,
 };
 use deepseek_schema::{self as schema, SchemaUse};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// A function tool as a protocol declared it, before validation.
@@ -230,33 +231,37 @@ pub fn output_constraint(
 }
 
 /// The compact tool list of a `tool_call` constraint: Chat-style function tools, with a
-/// `"defer_loading":true` sibling of `function` for deferred tools on V4.1 only.
+/// `"defer_loading":true` sibling of `function` for deferred tools on V4.1 only. Written from
+/// borrowed tools: every request with tools makes one, and copying each parameter schema into
+/// a JSON value first cost as much as all the other tool work.
 pub fn tool_list_json(tools: &[ToolDefinition], version: ModelVersion) -> String {
-    let list: Vec<Value> = tools
+    #[derive(Serialize)]
+    struct Function<'a> {
+        name: &'a str,
+        description: Option<&'a str>,
+        parameters: Option<&'a Value>,
+        strict: Option<bool>,
+    }
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        r#type: &'static str,
+        function: Function<'a>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        defer_loading: bool,
+    }
+    let list: Vec<Entry<'_>> = tools
         .iter()
-        .map(|tool| {
-            let mut function = Map::new();
-            function.insert("name".into(), Value::String(tool.name.clone()));
-            function.insert(
-                "description".into(),
-                tool.description.clone().map_or(Value::Null, Value::String),
-            );
-            function.insert(
-                "parameters".into(),
-                tool.parameters.clone().unwrap_or(Value::Null),
-            );
-            function.insert(
-                "strict".into(),
-                tool.strict.map_or(Value::Null, Value::Bool),
-            );
-            let mut entry = Map::new();
-            entry.insert("type".into(), Value::String("function".into()));
-            entry.insert("function".into(), Value::Object(function));
-            if tool.defer_loading && version.is_v41() {
-                entry.insert("defer_loading".into(), Value::Bool(true));
-            }
-            Value::Object(entry)
+        .map(|tool| Entry {
+            r#type: "function",
+            function: Function {
+                name: &tool.name,
+                description: tool.description.as_deref(),
+                parameters: tool.parameters.as_ref(),
+                strict: tool.strict,
+            },
+            defer_loading: tool.defer_loading && version.is_v41(),
         })
         .collect();
-    Value::Array(list).to_string()
+    // Serializing borrowed strings and values into a String cannot fail.
+    serde_json::to_string(&list).unwrap_or_default()
 }

@@ -549,7 +549,7 @@ impl<'a> Builder<'a> {
         let position = self.answer(index, &output.call_id)?;
         let path = format!("input[{index}].");
         let pending =
-            tool_defs::check_declared(&output.tools, self.version, self.web_search, &path)?;
+            tool_defs::check_declared(output.tools.clone(), self.version, self.web_search, &path)?;
         let content = tool_defs::loaded_listing(&output.tools, index)?;
         let mut tools: Vec<Pending> = pending.into_iter().map(Pending::deferred).collect();
         for tool in &mut tools {

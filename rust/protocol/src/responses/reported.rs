@@ -5,7 +5,9 @@
 //! ([`ReportedSettings`], [`RequestReply`]) are `deepseek-model`'s, so the reply reads them
 //! without this crate.
 
-use deepseek_model::{NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState};
+use deepseek_model::{
+    json_object, NamespaceTools, ReportedSettings, RequestReply, ResponsesEcho, StoredState,
+};
 use serde_json::{json, Value};
 
 /// The scalar settings as conversion typed them, plus the structured settings read from the
@@ -42,28 +44,28 @@ fn type_of(value: &Value) -> Option<&str> {
 }
 
 fn reasoning(reasoning: Option<&Value>) -> Value {
-    let reasoning = reasoning.cloned().unwrap_or(Value::Null);
+    let reasoning = reasoning.unwrap_or(&Value::Null);
     let summary = match reasoning.get("summary") {
         Some(s) if !s.is_null() => s.clone(),
-        _ => field(&reasoning, "generate_summary"),
+        _ => field(reasoning, "generate_summary"),
     };
-    json!({"effort": field(&reasoning, "effort"), "summary": summary})
+    json_object([("effort", field(reasoning, "effort")), ("summary", summary)])
 }
 
 fn text(text: Option<&Value>) -> Value {
-    let text = text.cloned().unwrap_or(Value::Null);
+    let text = text.unwrap_or(&Value::Null);
     let format = match text.get("format") {
-        Some(f) if type_of(f) == Some("json_schema") => json!({
-            "type": "json_schema",
-            "name": field(f, "name"),
-            "schema": field(f, "schema"),
-            "description": field(f, "description"),
-            "strict": field(f, "strict"),
-        }),
+        Some(f) if type_of(f) == Some("json_schema") => json_object([
+            ("type", "json_schema".into()),
+            ("name", field(f, "name")),
+            ("schema", field(f, "schema")),
+            ("description", field(f, "description")),
+            ("strict", field(f, "strict")),
+        ]),
         Some(f) if type_of(f).is_some() => json!({"type": type_of(f)}),
         _ => json!({"type": "text"}),
     };
-    json!({"format": format, "verbosity": field(&text, "verbosity")})
+    json_object([("format", format), ("verbosity", field(text, "verbosity"))])
 }
 
 fn tool_choice(choice: Option<&Value>) -> Value {
@@ -81,13 +83,13 @@ fn tool_choice(choice: Option<&Value>) -> Value {
 }
 
 fn function(tool: &Value) -> Value {
-    json!({
-        "type": "function",
-        "name": field(tool, "name"),
-        "description": field(tool, "description"),
-        "parameters": field(tool, "parameters"),
-        "strict": field(tool, "strict"),
-    })
+    json_object([
+        ("type", "function".into()),
+        ("name", field(tool, "name")),
+        ("description", field(tool, "description")),
+        ("parameters", field(tool, "parameters")),
+        ("strict", field(tool, "strict")),
+    ])
 }
 
 fn custom(tool: &Value) -> Value {
@@ -130,24 +132,27 @@ fn tools(tools: Option<&Value>) -> Vec<Value> {
                             _ => None,
                         })
                         .collect();
-                    json!({
-                        "type": "namespace",
-                        "name": field(tool, "name"),
-                        "description": field(tool, "description"),
-                        "tools": members,
-                    })
+                    json_object([
+                        ("type", "namespace".into()),
+                        ("name", field(tool, "name")),
+                        ("description", field(tool, "description")),
+                        ("tools", Value::Array(members)),
+                    ])
                 }
-                kind @ ("web_search" | "web_search_2025_08_26") => json!({
-                    "type": kind,
-                    "search_context_size": field(tool, "search_context_size"),
-                    "user_location": user_location(&field(tool, "user_location")),
-                }),
-                "tool_search" => json!({
-                    "type": "tool_search",
-                    "execution": field(tool, "execution"),
-                    "description": field(tool, "description"),
-                    "parameters": field(tool, "parameters"),
-                }),
+                kind @ ("web_search" | "web_search_2025_08_26") => json_object([
+                    ("type", kind.into()),
+                    ("search_context_size", field(tool, "search_context_size")),
+                    (
+                        "user_location",
+                        user_location(&field(tool, "user_location")),
+                    ),
+                ]),
+                "tool_search" => json_object([
+                    ("type", "tool_search".into()),
+                    ("execution", field(tool, "execution")),
+                    ("description", field(tool, "description")),
+                    ("parameters", field(tool, "parameters")),
+                ]),
                 _ => return None,
             })
         })
@@ -172,7 +177,7 @@ mod tests {
     use super::*;
 
     fn reported(body: Value) -> Value {
-        reported_settings(&ResponsesEcho::default_reported(), &body).to_value()
+        reported_settings(&ResponsesEcho::default_reported(), &body).into_value()
     }
 
     #[test]

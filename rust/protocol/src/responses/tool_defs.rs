@@ -200,14 +200,15 @@ pub fn pending_names(pending: &[Pending]) -> TakenNames {
 /// The first checks on a list of tools (the request's, or those a `tool_search_output` at
 /// `path` loads), in declaration order: names (tools, namespaces, namespace members),
 /// custom tools, web search under `Reject`. Unsupported tool types and (on V4) tool search
-/// are dropped. `path` prefixes error paths (`""` or `input[3].`).
+/// are dropped. `path` prefixes error paths (`""` or `input[3].`). The tools are taken, so
+/// their parameter schemas move into the pending tools rather than being copied.
 pub fn check_declared(
-    tools: &[Tool],
+    tools: Vec<Tool>,
     version: ModelVersion,
     web_search: WebSearchBehavior,
     path: &str,
 ) -> Result<Vec<Pending>, ConversionError> {
-    let member_names = member_names(tools, version);
+    let member_names = member_names(&tools, version);
     let mut pending = Vec::new();
     let plain = |name: String,
                  description: Option<String>,
@@ -221,48 +222,43 @@ pub fn check_declared(
         builtin: false,
         defer_loading: false,
     };
-    for (i, tool) in tools.iter().enumerate() {
+    for (i, tool) in tools.into_iter().enumerate() {
         match tool {
             Tool::Function(f) => {
                 tools::validate_tool_name(&f.name, &format!("{path}tools[{i}].name"))?;
-                pending.push(plain(
-                    f.name.clone(),
-                    f.description.clone(),
-                    f.parameters.clone(),
-                    f.strict,
-                ));
+                pending.push(plain(f.name, f.description, f.parameters, f.strict));
             }
             Tool::Namespace {
                 name: ns_name,
                 description: ns_description,
                 tools: members,
             } => {
-                tools::validate_tool_name(ns_name, &format!("{path}tools[{i}].name"))?;
+                tools::validate_tool_name(&ns_name, &format!("{path}tools[{i}].name"))?;
                 let mut inner_names = HashSet::new();
                 let names = member_names.get(i).map(Vec::as_slice).unwrap_or_default();
-                for (j, (member, name)) in members.iter().zip(names).enumerate() {
+                for (j, (member, name)) in members.into_iter().zip(names).enumerate() {
                     let f = match member {
                         NamespaceMember::Function(f) => f,
                         NamespaceMember::Custom { name } => {
-                            return Err(custom_in_namespace(name, path, i, j))
+                            return Err(custom_in_namespace(&name, path, i, j))
                         }
                     };
                     tools::validate_tool_name(
                         &f.name,
                         &format!("{path}tools[{i}].tools[{j}].name"),
                     )?;
-                    if !inner_names.insert(f.name.as_str()) {
+                    if !inner_names.insert(f.name.clone()) {
                         return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
                     }
                     pending.push(Pending {
                         name: name.clone(),
-                        namespaced_base: Some(namespaced_name(ns_name, &f.name, version)),
+                        namespaced_base: Some(namespaced_name(&ns_name, &f.name, version)),
                         description: namespaced_description(
                             ns_description.as_deref(),
                             f.description.as_deref(),
                             version,
                         ),
-                        parameters: f.parameters.clone(),
+                        parameters: f.parameters,
                         strict: f.strict,
                         builtin: false,
                         defer_loading: false,
@@ -287,13 +283,8 @@ pub fn check_declared(
                 description,
                 parameters,
             } => {
-                if *execution == Some(Execution::Client) && version.is_v41() {
-                    pending.push(plain(
-                        TOOL_SEARCH.to_owned(),
-                        description.clone(),
-                        parameters.clone(),
-                        None,
-                    ));
+                if execution == Some(Execution::Client) && version.is_v41() {
+                    pending.push(plain(TOOL_SEARCH.to_owned(), description, parameters, None));
                 }
             }
             Tool::WebSearch(_) | Tool::WebSearch20250826(_) => {
@@ -350,7 +341,7 @@ pub fn namespace_map(
                         }
                     };
                     tools::validate_tool_name(&f.name, &format!("tools[{i}].tools[{j}].name"))?;
-                    if !inner_names.insert(f.name.as_str()) {
+                    if !inner_names.insert(f.name.clone()) {
                         return Err(ConversionError::new(NAMESPACE_NAMES_UNIQUE));
                     }
                     map.insert(name.clone(), (ns_name.clone(), f.name.clone()));
@@ -603,7 +594,7 @@ mod tests {
     #[test]
     fn first_checks() {
         let check = |value: Value, version| {
-            check_declared(&tools(value), version, WebSearchBehavior::Reject, "")
+            check_declared(tools(value), version, WebSearchBehavior::Reject, "")
                 .map(|p| p.into_iter().map(|t| t.name).collect::<Vec<_>>())
                 .map_err(|e| e.message)
         };
