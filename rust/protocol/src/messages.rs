@@ -14,7 +14,7 @@ use std::sync::Arc;
 use deepseek_model::{
     Conversation, ConversationRequest, ConversionError, ConversionOptions, InferenceOptions,
     Message, ModelVersion, ParsingOptions, ResponseFormat, ThinkingInitialStage, ToolChoice,
-    ToolDefinition, WebSearchBehavior,
+    WebSearchBehavior,
 };
 use serde_json::Value;
 
@@ -76,16 +76,11 @@ impl MessagesRequest {
             options.default_thinking_mode,
         );
 
-        let lookup: Vec<ToolDefinition> = declared
-            .functions
-            .iter()
-            .map(unvalidated_definition)
-            .collect();
         let context = BlockContext::new(
             version,
             options.messages_web_search,
             &options.special_tokens,
-            &lookup,
+            &declared.functions,
         );
         let mut converted = Converted::default();
         if let Some(system) = &request.system {
@@ -276,18 +271,6 @@ fn declared_tools(
         }
     }
     Ok(declared)
-}
-
-/// A declared tool as `tool_addition` and `tool_reference` blocks see it, before its schema
-/// is validated (announced tools are replaced by their validated definitions afterwards).
-fn unvalidated_definition(tool: &DeclaredTool) -> ToolDefinition {
-    ToolDefinition {
-        name: tool.name.clone(),
-        description: tool.description.clone(),
-        parameters: tool.parameters.clone(),
-        strict: tool.strict,
-        defer_loading: tool.defer_loading,
-    }
 }
 
 /// §6.3/§7.5: `any` is auto; a choice naming a dropped web search tool becomes auto.

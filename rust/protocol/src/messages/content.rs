@@ -21,6 +21,7 @@ use super::wire::{
 };
 use crate::images::UNSUPPORTED_IMAGE_TEXT;
 use crate::placeholder_text::PlaceholderText;
+use crate::tools::DeclaredTool;
 
 const SERVER_TOOLS: &str = "Unsupported content block: server tools are not supported";
 
@@ -32,7 +33,7 @@ pub(crate) struct BlockContext<'a> {
     pub(crate) image_token: &'a str,
     /// The declared tools by name, for `tool_addition` and `tool_reference` lookups (the
     /// first declaration of a name wins).
-    tools: HashMap<&'a str, &'a ToolDefinition>,
+    tools: HashMap<&'a str, &'a DeclaredTool>,
 }
 
 /// The converted messages, with the positions of the system messages synthesized for
@@ -126,7 +127,7 @@ impl<'a> BlockContext<'a> {
         version: ModelVersion,
         web_search: WebSearchBehavior,
         special_tokens: &'a deepseek_model::SpecialTokens,
-        tools: &'a [ToolDefinition],
+        tools: &'a [DeclaredTool],
     ) -> Self {
         let mut by_name = HashMap::with_capacity(tools.len());
         for tool in tools {
@@ -140,8 +141,18 @@ impl<'a> BlockContext<'a> {
         }
     }
 
-    fn find_tool(&self, name: &str) -> Option<&ToolDefinition> {
-        self.tools.get(name).copied()
+    /// The declared tool `name` as `tool_addition` and `tool_reference` blocks see it, before
+    /// its schema is validated (announced tools are replaced by their validated definitions
+    /// afterwards). Made only for a block that names it.
+    fn find_tool(&self, name: &str) -> Option<ToolDefinition> {
+        let tool = self.tools.get(name)?;
+        Some(ToolDefinition {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: tool.parameters.clone(),
+            strict: tool.strict,
+            defer_loading: tool.defer_loading,
+        })
     }
 
     /// Convert message `index` into `out`, checking its blocks' roles and tool pairing.
@@ -286,7 +297,7 @@ impl<'a> BlockContext<'a> {
                                     "messages.{index}.content.{block}: tool reference '{tool_name}' not found in available tools"
                                 ))
                             })?;
-                            referenced.push(tool.clone());
+                            referenced.push(tool);
                             text.push_text(tool_name);
                         }
                     }
@@ -404,7 +415,7 @@ impl<'a> BlockContext<'a> {
                                     "messages.{index}.content.{j}: `tool_addition` references unknown tool '{name}'"
                                 ))
                             })?;
-                            tools.push(tool.clone());
+                            tools.push(tool);
                         }
                         // Refused by the role check above.
                         _ => {}
