@@ -155,7 +155,7 @@ class EncodedRequest:
     model: str
     request: ConversationRequest
     prompt_ids: TokenIds
-    _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    _responses_tool_map: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
     #: A stored Responses turn's ``(store, previous_response_id, conversation, metadata)``.
     stored_state: tuple[bool, str | None, str | None, str | None] | None = None
 
@@ -186,7 +186,7 @@ class PreparedRequest:
     output_constraint: OutputConstraint | None
     stop_token_ids: list[int]
     frontend: Frontend = field(repr=False)
-    _responses_wiring: tuple[Any, Any] | None = field(default=None, repr=False)
+    _responses_tool_map: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
     #: A stored Responses turn: what response objects report about storage (``store``, the
     #: response continued, the conversation, ``metadata`` as JSON), for ``with_state``.
     stored_state: tuple[bool, str | None, str | None, str | None] | None = field(default=None, repr=False)
@@ -238,9 +238,9 @@ class Decoder:
         if isinstance(generator, ResponsesChunkGenerator):
             # Today's usage shape, which clients validating with the SDK's types require.
             generator = generator.with_cache_write_tokens()
-            if prepared._responses_wiring is not None:
-                tool_map, echo = prepared._responses_wiring
-                generator = generator.with_namespace_tool_map(tool_map).with_echo(echo)
+            if prepared._responses_tool_map is not None:
+                # The reported settings come with the converted request: no `with_echo`.
+                generator = generator.with_namespace_tool_map(prepared._responses_tool_map)
                 if prepared.stored_state is not None:
                     generator = generator.with_state(*prepared.stored_state)
         options, tokenizer = prepared.request.parsing_options, prepared.frontend.tokenizer
@@ -478,11 +478,11 @@ class Frontend:
         """Convert a parsed request; raises ``ConversionError``."""
         start = time.perf_counter() if stage is not None else 0.0
         model = request.model
-        wiring = None
+        tool_map = None
         if isinstance(request, ResponsesRequest):
-            # Both must be read before convert() consumes the request.
-            wiring = (request.namespace_tool_map(self.options), request.echo())
-        converted = _Converted(request.convert(self.options), model, wiring)
+            # Read before convert() consumes the request (its tool-name errors come first).
+            tool_map = request.namespace_tool_map(self.options)
+        converted = _Converted(request.convert(self.options), model, tool_map)
         if stage is not None:
             stage("convert", start, time.perf_counter())
         return converted
@@ -507,7 +507,7 @@ class Frontend:
         """Parse, convert, render and encode ``body``: no I/O (images are only named). Raises as
         :meth:`prepare` does, but never ``ImageError``. ``stage``, if given, is told how long
         each step took: ``parse``, ``convert``, ``render``, ``encode``."""
-        converted, model, wiring = self._convert(protocol, body, stage)
+        converted, model, tool_map = self._convert(protocol, body, stage)
         encoding = self.encoding(converted.model_version)
         if stage is None:
             ids = encoding.encode_ids(converted.conversation)
@@ -516,7 +516,7 @@ class Frontend:
             ids, (render_seconds, encode_seconds) = encoding.encode_ids_timed(converted.conversation)
             stage("render", start, start + render_seconds)
             stage("encode", start + render_seconds, start + render_seconds + encode_seconds)
-        return EncodedRequest(protocol, model, converted, ids, wiring)
+        return EncodedRequest(protocol, model, converted, ids, tool_map)
 
     def encode_parsed(
         self,
@@ -532,12 +532,12 @@ class Frontend:
         :meth:`encode_request`'s either way). Also returns the encoded prompt, the next turn's
         ``previous``. Consumes ``request``; ``stage`` hears ``convert`` and ``encode`` (rendering
         included)."""
-        converted, model, wiring = self._convert_parsed(request, stage)
+        converted, model, tool_map = self._convert_parsed(request, stage)
         start = time.perf_counter()
         encoded = self.encoding(converted.model_version).encode_continuing(converted.conversation, previous)
         if stage is not None:
             stage("encode", start, time.perf_counter())
-        return EncodedRequest(protocol, model, converted, encoded.ids, wiring), encoded
+        return EncodedRequest(protocol, model, converted, encoded.ids, tool_map), encoded
 
     def encode_continuing(
         self,
@@ -557,10 +557,10 @@ class Frontend:
         (the next turn's ``previous``). Consumes ``request``; no I/O (:meth:`resolve_images` and
         :meth:`assemble` finish it); raises as :meth:`encode_request`."""
         model = request.model
-        wiring = (request.namespace_tool_map(self.options), request.echo())
+        tool_map = request.namespace_tool_map(self.options)
         converted, after = request.convert_continuing(self.options, history)
         encoded = self.encoding(converted.model_version).encode_continuing(converted.conversation, previous, stored_ids)
-        return EncodedRequest("responses", model, converted, encoded.ids, wiring, stored_state), after, encoded
+        return EncodedRequest("responses", model, converted, encoded.ids, tool_map, stored_state), after, encoded
 
     def resolve_images(self, encoded: EncodedRequest) -> MultiModalData | None:
         """Fetch and preprocess the request's images (``None`` without any; ``ImageError`` when
@@ -599,7 +599,7 @@ class Frontend:
             output_constraint=options.output_constraint,
             stop_token_ids=self.stop_token_ids,
             frontend=self,
-            _responses_wiring=encoded._responses_wiring,
+            _responses_tool_map=encoded._responses_tool_map,
             stored_state=encoded.stored_state,
             images=images,
             image_tokens=image_tokens,
@@ -622,4 +622,4 @@ def _frontend(
 class _Converted(NamedTuple):
     request: ConversationRequest
     model: str
-    responses_wiring: tuple[Any, Any] | None
+    responses_tool_map: dict[str, tuple[str, str]] | None
