@@ -85,10 +85,10 @@ impl Default for ReportedSettings {
 
 impl ReportedSettings {
     /// These settings with the scalar settings as conversion typed them.
-    pub fn with_scalars(&self, scalars: &ResponsesEcho) -> Self {
+    pub fn with_scalars(self, scalars: &ResponsesEcho) -> Self {
         ReportedSettings {
             scalars: scalars.clone(),
-            ..self.clone()
+            ..self
         }
     }
 
@@ -206,10 +206,7 @@ impl RequestReply {
     /// This reply with the typed scalar settings and the namespace names conversion assigns.
     pub fn complete(self, scalars: &ResponsesEcho, namespace_tools: NamespaceTools) -> Self {
         RequestReply {
-            settings: ReportedSettings {
-                scalars: scalars.clone(),
-                ..self.settings
-            },
+            settings: self.settings.with_scalars(scalars),
             namespace_tools,
             custom_apply_patch: self.custom_apply_patch,
         }

@@ -78,7 +78,7 @@ impl ResponsesRequest {
 
     /// Every setting a reply reports (Python's `ResponsesRequest.echo()`).
     pub fn reported_settings(&self) -> ReportedSettings {
-        self.reply.settings.with_scalars(&self.echo())
+        self.reply.settings.clone().with_scalars(&self.echo())
     }
 
     /// Flattened namespaced tool name → (namespace, inner name), named as the request's model
