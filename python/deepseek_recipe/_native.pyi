@@ -600,6 +600,8 @@ class ResponsesStateFields:
     @property
     def metadata(self) -> str | None:
         """``metadata`` as JSON text."""
+    @property
+    def background(self) -> bool | None: ...
 
 @final
 class WebSearchBehavior:
@@ -943,6 +945,7 @@ class ResponsesChunkGenerator:
         previous_response_id: str | None = None,
         conversation: str | None = None,
         metadata: str | None = None,
+        background: bool = False,
     ) -> ResponsesChunkGenerator:
         """Ours: consume this generator; response objects report this storage state."""
     def with_cache_write_tokens(self) -> ResponsesChunkGenerator:

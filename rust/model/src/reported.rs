@@ -58,7 +58,7 @@ pub struct ReportedSettings {
 }
 
 /// What a response object reports about its storage: `store`, the response it continues,
-/// its conversation and its `metadata`. The reference keeps no state, so by default
+/// its conversation, its `metadata` and whether it runs in the `background`. The reference keeps no state, so by default
 /// `store: false`, neither of the others and empty metadata; a server that stores responses
 /// sets them (`ResponsesChunkGenerator::with_state`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -68,6 +68,8 @@ pub struct StoredState {
     /// The conversation's id, reported as `"conversation": {"id": …}`.
     pub conversation: Option<String>,
     pub metadata: serde_json::Map<String, Value>,
+    /// Run in the background (polled, or its stream resumed, by id).
+    pub background: bool,
 }
 
 impl Default for ReportedSettings {

@@ -107,15 +107,16 @@ impl PyResponsesChunkGenerator {
     }
 
     /// Consume this generator; response objects report this storage state (`store`, the
-    /// response continued, the conversation, `metadata` as JSON text) instead of the
-    /// reference's (nothing stored).
-    #[pyo3(signature = (store, previous_response_id=None, conversation=None, metadata=None))]
+    /// response continued, the conversation, `metadata` as JSON text, `background`) instead
+    /// of the reference's (nothing stored, not in the background).
+    #[pyo3(signature = (store, previous_response_id=None, conversation=None, metadata=None, background=false))]
     fn with_state(
         &self,
         store: bool,
         previous_response_id: Option<String>,
         conversation: Option<String>,
         metadata: Option<&str>,
+        background: bool,
     ) -> PyResult<Self> {
         let metadata = match metadata.map(serde_json::from_str::<serde_json::Value>) {
             None => serde_json::Map::new(),
@@ -131,6 +132,7 @@ impl PyResponsesChunkGenerator {
             previous_response_id,
             conversation,
             metadata,
+            background,
         };
         let generator = self.generator.take()?;
         Ok(Self::from_generator(generator.with_state(state)))

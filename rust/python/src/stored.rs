@@ -111,6 +111,11 @@ impl PyResponsesStateFields {
             .as_ref()
             .map(|m| serde_json::Value::Object(m.clone()).to_string())
     }
+    /// `background` as sent (`None` when left out).
+    #[getter]
+    fn background(&self) -> Option<bool> {
+        self.inner.background
+    }
 }
 
 /// One turn's prompt: the conversation rendered and encoded, kept so that the next turn of

@@ -517,12 +517,13 @@ fn stored_state_is_reported() {
         previous_response_id: Some("resp_0".into()),
         conversation: Some("conv_1".into()),
         metadata: [("k".to_owned(), json!("v"))].into_iter().collect(),
+        background: true,
     };
     for (generator, expected) in [
-        (generator.clone(), json!([false, null, null, {}])),
+        (generator.clone(), json!([false, null, null, {}, false])),
         (
             generator.with_state(state),
-            json!([true, "resp_0", {"id": "conv_1"}, {"k": "v"}]),
+            json!([true, "resp_0", {"id": "conv_1"}, {"k": "v"}, true]),
         ),
     ] {
         let mut emitter = generator.into_emitter();
@@ -538,7 +539,8 @@ fn stored_state_is_reported() {
             response["store"],
             response["previous_response_id"],
             response["conversation"],
-            response["metadata"]
+            response["metadata"],
+            response["background"]
         ]);
         assert_eq!(got, expected);
         assert_eq!(

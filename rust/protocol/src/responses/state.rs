@@ -1,5 +1,5 @@
 //! The fields of a Responses request that only a stateful server reads: `store`,
-//! `previous_response_id`, `conversation` and `metadata`. The reference ignores them (it keeps
+//! `previous_response_id`, `conversation`, `metadata` and `background`. The reference ignores them (it keeps
 //! no state), so they are read aside from the wire shape and checked only when asked
 //! ([`StateSource::fields`]), with the official API's messages.
 
@@ -20,6 +20,7 @@ pub(crate) struct StateSource {
     previous_response_id: Option<Value>,
     conversation: Option<Value>,
     metadata: Option<Value>,
+    background: Option<Value>,
 }
 
 /// The state fields, checked. `None` where the request left a field out (or sent `null`).
@@ -30,6 +31,8 @@ pub struct StateFields {
     /// The conversation's id (sent as the id or as `{"id": …}`).
     pub conversation: Option<String>,
     pub metadata: Option<Map<String, Value>>,
+    /// `background`: run the response after answering, to be polled (or its stream resumed).
+    pub background: Option<bool>,
 }
 
 impl StateSource {
@@ -40,15 +43,13 @@ impl StateSource {
             previous_response_id: field("previous_response_id"),
             conversation: field("conversation"),
             metadata: field("metadata"),
+            background: field("background"),
         }
     }
 
     pub(crate) fn fields(&self) -> Result<StateFields, ConversionError> {
-        let store = match &self.store {
-            None => None,
-            Some(Value::Bool(store)) => Some(*store),
-            Some(other) => return Err(wrong_type("store", "a boolean", other)),
-        };
+        let store = boolean("store", &self.store)?;
+        let background = boolean("background", &self.background)?;
         let previous_response_id = match &self.previous_response_id {
             None => None,
             Some(Value::String(id)) => Some(non_empty("previous_response_id", id)?),
@@ -87,6 +88,7 @@ impl StateSource {
             previous_response_id,
             conversation,
             metadata,
+            background,
         })
     }
 }
@@ -116,6 +118,14 @@ pub fn checked_metadata(pairs: &Map<String, Value>) -> Result<Map<String, Value>
         }
     }
     Ok(pairs.clone())
+}
+
+fn boolean(name: &str, value: &Option<Value>) -> Result<Option<bool>, ConversionError> {
+    match value {
+        None => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(other) => Err(wrong_type(name, "a boolean", other)),
+    }
 }
 
 fn non_empty(name: &str, id: &str) -> Result<String, ConversionError> {
@@ -164,6 +174,7 @@ mod tests {
                 previous_response_id: previous.map(str::to_owned),
                 conversation: conversation.map(str::to_owned),
                 metadata: None,
+                background: None,
             })
         };
         let cases: Vec<(&str, Value, Result<StateFields, String>)> = vec![
@@ -173,6 +184,8 @@ mod tests {
             ("previous", json!({"previous_response_id": "resp_1"}), ok(None, Some("resp_1"), None)),
             ("conversation id", json!({"conversation": "conv_1"}), ok(None, None, Some("conv_1"))),
             ("conversation object", json!({"conversation": {"id": "conv_1"}}), ok(None, None, Some("conv_1"))),
+            ("background", json!({"background": true}), Ok(StateFields { background: Some(true), ..StateFields::default() })),
+            ("background of the wrong type", json!({"background": 1}), Err("Invalid type for 'background': expected a boolean, but got an integer instead.".to_owned())),
             ("store of the wrong type", json!({"store": "yes"}), Err("Invalid type for 'store': expected a boolean, but got a string instead.".to_owned())),
             ("an empty previous id", json!({"previous_response_id": ""}), Err("Invalid 'previous_response_id': empty string. Expected a string with minimum length 1, but got an empty string instead.".to_owned())),
             ("a conversation without id", json!({"conversation": {}}), Err("Missing required parameter: 'conversation.id'.".to_owned())),

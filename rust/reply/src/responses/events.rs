@@ -266,7 +266,7 @@ impl Serialize for ResponseObject {
         map.serialize_entry("object", "response")?;
         map.serialize_entry("created_at", &self.created_at)?;
         map.serialize_entry("status", &self.status)?;
-        map.serialize_entry("background", &false)?;
+        map.serialize_entry("background", &s.state.background)?;
         map.serialize_entry("completed_at", &self.completed_at)?;
         map.serialize_entry("content_filters", &null)?;
         if let Some(conversation) = &s.state.conversation {
