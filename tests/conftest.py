@@ -48,3 +48,13 @@ def tokenizer_json() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def added_vocab(tokenizer_json: dict[str, Any]) -> dict[str, int]:
     return {t["content"]: t["id"] for t in tokenizer_json["added_tokens"]}
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A PostgreSQL server of the test run's own (Debian's package), shared by the store
+    suites (each test makes its own database), stopped at the end."""
+    from tests import postgres_support
+
+    with postgres_support.started() as server:
+        yield server

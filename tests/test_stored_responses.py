@@ -43,12 +43,6 @@ def frontend(tokenizer: dr.Tokenizer) -> Frontend:
     return Frontend(tokenizer)
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[postgres_support.Postgres]:
-    with postgres_support.started() as server:
-        yield server
-
-
 def make_store(kind: str, directory: Path, request: pytest.FixtureRequest) -> Store:
     if kind == "postgresql":
         server: postgres_support.Postgres = request.getfixturevalue("postgres")

@@ -144,6 +144,11 @@ class Sampling:
     n: int = 1
 
 
+StoredState = tuple[bool, str | None, str | None, str | None, bool]
+"""What a stored Responses turn's response objects report about storage: ``(store,
+previous_response_id, conversation, metadata as JSON, background)``."""
+
+
 @dataclass(frozen=True, eq=False)
 class EncodedRequest:
     """A request parsed, converted, rendered and encoded, its images not resolved yet: what
@@ -156,8 +161,8 @@ class EncodedRequest:
     request: ConversationRequest
     prompt_ids: TokenIds
     _responses_tool_map: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
-    #: A stored Responses turn's ``(store, previous_response_id, conversation, metadata)``.
-    stored_state: tuple[bool, str | None, str | None, str | None] | None = None
+    #: A stored Responses turn's state, as its response objects report it.
+    stored_state: StoredState | None = None
 
     @property
     def image_sources(self) -> list[ImageSource]:
@@ -189,7 +194,7 @@ class PreparedRequest:
     _responses_tool_map: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
     #: A stored Responses turn: what response objects report about storage (``store``, the
     #: response continued, the conversation, ``metadata`` as JSON), for ``with_state``.
-    stored_state: tuple[bool, str | None, str | None, str | None] | None = field(default=None, repr=False)
+    stored_state: StoredState | None = field(default=None, repr=False)
     #: V4.1: the request's images, preprocessed, in placeholder order (``None`` without images).
     images: MultiModalData | None = field(default=None, repr=False)
     #: Engine input tokens the images take beyond their one placeholder each (already counted
@@ -546,7 +551,7 @@ class Frontend:
         *,
         previous: EncodedPrompt | None = None,
         stored_ids: bytes | None = None,
-        stored_state: tuple[bool, str | None, str | None, str | None] | None = None,
+        stored_state: StoredState | None = None,
     ) -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
         """:meth:`encode_request` for a Responses request that continues a stored conversation:
         its items come after ``history``'s (with its own ``instructions``), only its own items

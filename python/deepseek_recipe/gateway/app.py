@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import ipaddress
 import logging
 import time
@@ -69,10 +70,11 @@ from deepseek_recipe.gateway.asgi import (
     send_bytes,
     send_json,
 )
+from deepseek_recipe.gateway.background import Run
 from deepseek_recipe.gateway.errors import GatewayError, not_json, send_error
 from deepseek_recipe.gateway.exchange import Exchange, Record
 from deepseek_recipe.gateway.intake import Intake, unauthorized
-from deepseek_recipe.gateway.lifecycle import Lifecycle, shutting_down
+from deepseek_recipe.gateway.lifecycle import InFlight, Lifecycle, shutting_down
 from deepseek_recipe.gateway.limits import Admission, limits_from_settings
 from deepseek_recipe.gateway.metrics import Metrics
 from deepseek_recipe.gateway.settings import GatewaySettings
@@ -232,7 +234,9 @@ class Gateway:
             await send_bytes(send, 200, body, content_type, head=head)
 
     async def aclose(self) -> None:
-        """Close the backend's connections and the store."""
+        """End the background responses still running, close the backend's connections and
+        the store."""
+        await self.stored.runs.aclose()
         await self.backend.aclose()
         await self.stored.close()
         if self.tracing is not None:
@@ -328,6 +332,7 @@ class Gateway:
             self._finish(record)
             return
         held = self.lifecycle.enter()
+        detached = False  # a background response's task took over what the request holds
         admission: Admission | None = None
         if self.tracing is not None:
             self.tracing.start(scope, record)
@@ -352,6 +357,8 @@ class Gateway:
                     self.intake.owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
                 )
             else:
+                if protocol == "responses":
+                    self.stored.refuse_state(body)  # this gateway stores nothing to continue
                 encoded = await self._run_encode(
                     len(body),
                     receive,
@@ -370,7 +377,22 @@ class Gateway:
             record.model, record.stream = prepared.model, prepared.stream
             if prepared.images is not None and not self.backend.takes_images:
                 raise GatewayError("invalid_request", "The engine behind this gateway does not take images")
-            exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
+            run: Run | None = None
+            if turn is not None and turn.background:
+                # Answered now; the exchange runs on as a stream into the run (background.py).
+                run = Run.of(prepared, turn.owner)
+                exchange = Exchange(
+                    self.settings,
+                    self.backend,
+                    self.metrics,
+                    dataclasses.replace(prepared, stream=True),
+                    record,
+                    run.receive,
+                    run.send,
+                    decoder=prepared.decoder(run.id, created=run.created),
+                )
+            else:
+                exchange = Exchange(self.settings, self.backend, self.metrics, prepared, record, receive, send)
             held.attach(exchange)
             if admission is not None:
                 await admission.prompt(len(prepared.prompt_ids) + prepared.image_tokens)
@@ -384,6 +406,15 @@ class Gateway:
                     record.commit_seconds = time.perf_counter() - start
 
                 exchange.on_complete = commit
+            if run is not None:
+                self._run_in_background(run, exchange, held, admission, record)
+                detached = True  # the run's task releases what the request holds
+                headers = [(b"x-request-id", record.request_id.encode()), *exchange.headers]
+                if prepared.stream:
+                    await run.follow(send, receive, -1, self.settings.keepalive_interval, headers)
+                else:
+                    await send_json(send, 200, run.snapshot(), headers)
+                return
             await exchange.run()
         except GatewayError as error:
             record.status, record.error = error.status, record.error or error.kind
@@ -397,13 +428,43 @@ class Gateway:
             if exchange is None or not exchange.started:
                 await send_error(send, GatewayError("internal", "Internal error"), protocol)
         finally:
-            self.lifecycle.leave(held)
-            if admission is not None:
-                admission.release()
-            if counted:
-                self._in_flight -= 1
-                self.metrics.running.dec()
-            self._finish(record)
+            if not detached:
+                self._release(held, admission, counted, record)
+
+    def _release(self, held: InFlight, admission: Admission | None, counted: bool, record: Record) -> None:
+        """What a generation request held, given back as it ends."""
+        self.lifecycle.leave(held)
+        if admission is not None:
+            admission.release()
+        if counted:
+            self._in_flight -= 1
+            self.metrics.running.dec()
+        self._finish(record)
+
+    def _run_in_background(
+        self, run: Run, exchange: Exchange, held: InFlight, admission: Admission | None, record: Record
+    ) -> None:
+        """Run a background response's exchange in a task of its own, which ends the run and
+        releases what its request held (it counts as in flight until then)."""
+
+        async def background() -> None:
+            try:
+                await exchange.run()
+            except GatewayError as error:
+                record.status, record.error = error.status, record.error or error.kind
+                run.fail(error)
+            except Exception:  # a bug of ours: the run fails, the server stays up
+                logger.exception("background response %s failed", run.id)
+                record.status, record.error = 500, "internal"
+                run.fail(GatewayError("internal", "Internal error"))
+            finally:
+                run.end()
+                self.stored.runs.ended(run)
+                self._release(held, admission, True, record)
+
+        run.exchange = exchange
+        self.stored.runs.add(run)
+        run.task = asyncio.get_running_loop().create_task(background(), name=f"background {run.id}")
 
     async def _run_encode(self, size: int, receive: Receive, encode: Callable[[], T]) -> T:
         """``encode()`` (parsing, conversion, rendering, encoding: no I/O) of a body of ``size``

@@ -90,6 +90,11 @@ class GatewayError(Exception):
     def status(self) -> int:
         return _KINDS[self.kind][0]
 
+    @property
+    def code(self) -> str | None:
+        """OpenAI's ``code`` for this error."""
+        return _KINDS[self.kind][2]
+
     def body(self, protocol: Protocol | None) -> bytes:
         """The response body in ``protocol``'s shape (OpenAI's for ``None``)."""
         _, openai_type, code, anthropic_type = _KINDS[self.kind]
@@ -100,7 +105,7 @@ class GatewayError(Exception):
 
     def sse(self, protocol: Protocol, sequence_number: int) -> bytes:
         """The protocol's mid-stream error event (``sequence_number``: Responses' next number)."""
-        _, _, code, _ = _KINDS[self.kind]
+        code = self.code
         if protocol == "chat":
             return b"data: " + self.body(protocol) + b"\n\n"
         if protocol == "responses":

@@ -89,11 +89,13 @@ class Exchange:
         record: Record,
         receive: Receive,
         send: Send,
+        *,
+        decoder: Decoder | None = None,
     ) -> None:
         self.settings, self.backend, self.metrics = settings, backend, metrics
         self.prepared, self.record = prepared, record
         self.receive, self._send = receive, send
-        self.decoder: Decoder = prepared.decoder()
+        self.decoder: Decoder = decoder if decoder is not None else prepared.decoder()
         self.started = False  # the HTTP response has begun
         self.complete = False  # ... and ended
         self._held: BackendError | None = None  # an engine error seen while draining ready chunks

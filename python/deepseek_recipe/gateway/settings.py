@@ -197,6 +197,17 @@ class GatewaySettings(BaseSettings):
         default=64 * 1024 * 1024, ge=1, description="largest stored response (its request and response together)"
     )
     store_pool_size: int = Field(default=8, ge=1, description="postgresql: connections per process")
+    background_retention: float = Field(
+        default=600.0,
+        ge=0,
+        description="seconds a finished background response's events (and, failed or cancelled, the "
+        "response) stay in memory for GET and stream resumption",
+    )
+    background_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="bytes of finished background responses' events each process keeps (oldest out)",
+    )
 
     # -- V4.1 images --
     image_networks: Annotated[list[str], NoDecode] = Field(

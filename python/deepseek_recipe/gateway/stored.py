@@ -13,8 +13,9 @@ after the stored items (``ResponsesHistory``) and the last turn's rendered promp
 writes only its own request, response and new ids. A turn this process has not seen (another
 process made it, or the process restarted) is read back from the database once.
 
-Routes: ``GET``/``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``, and
-the Conversations API (``/v1/conversations…``). Every object belongs to the API key that made
+Routes: ``GET``/``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``,
+``POST /v1/responses/{id}/cancel`` and a background response's events streamed again
+(``background.py``), and the Conversations API (``/v1/conversations…``). Every object belongs to the API key that made
 it; another key gets 404.
 """
 
@@ -43,6 +44,7 @@ from deepseek_recipe._native import (
 )
 from deepseek_recipe.frontend import EncodedRequest, Frontend
 from deepseek_recipe.gateway.asgi import Receive, Scope, Send, send_json
+from deepseek_recipe.gateway.background import FINISHED, Run, Runs
 from deepseek_recipe.gateway.errors import GatewayError
 from deepseek_recipe.gateway.settings import GatewaySettings
 from deepseek_recipe.gateway.store import (
@@ -65,6 +67,8 @@ MAX_PROMPT_DEPTH = 32
 INLINE_OUTPUT_BYTES = 64 * 1024
 #: Items the Conversations API takes in one request (the official limit).
 MAX_ITEMS_PER_REQUEST = 20
+#: A background response ending so is written to the store (else only its run knows it).
+_STORED_STATUSES = frozenset({"completed", "incomplete"})
 
 
 def owner_of(key: bytes | None) -> str:
@@ -174,6 +178,8 @@ class Turn:
     encoded: EncodedPrompt
     base: TurnState | None
     input_items: list[Any] | None = None
+    #: Made with ``background: true`` (``background.py``).
+    background: bool = False
 
 
 class StoredResponses:
@@ -188,6 +194,8 @@ class StoredResponses:
             else open_store(settings.store, settings.store_dir, pool_size=settings.store_pool_size)
         )
         self.hot = HotStates(settings.store_cache_bytes)
+        #: This process's background responses (``background.py``).
+        self.runs = Runs(settings.background_retention, settings.background_bytes)
         self._opened = False
         self._lock = anyio.Lock()
 
@@ -237,6 +245,19 @@ class StoredResponses:
 
     # -- a Responses request -----------------------------------------------------------------
 
+    def refuse_state(self, body: bytes) -> None:
+        """A Responses request to a gateway that stores nothing: a 400 if it names a response
+        or a conversation to continue, or asks to run in the background (each needs a store).
+        Parsed only when the body holds one of those names."""
+        if not any(name in body for name in (b'"previous_response_id"', b'"conversation"', b'"background"')):
+            return
+        try:
+            fields = ResponsesRequest(body).state_fields()
+        except (ValueError, ConversionError):
+            return  # not a valid request: its own error comes from the encoding
+        if fields.previous_response_id is not None or fields.conversation is not None or fields.background:
+            raise GatewayError("invalid_request", "This gateway stores no responses")
+
     async def prepare(self, owner: str, body: bytes, run: Any) -> tuple[EncodedRequest, Turn | None]:
         """Encode a ``POST /v1/responses`` body (its images not resolved yet). ``await run(fn)``
         runs ``fn`` as the gateway runs encoding: on the loop or in a worker thread by size,
@@ -249,8 +270,13 @@ class StoredResponses:
         except ConversionError as error:
             raise GatewayError("invalid_request", str(error)) from None
         store_it = fields.store if fields.store is not None else True
+        background = bool(fields.background)
+        if background and not store_it:
+            raise GatewayError(
+                "invalid_request", "Invalid 'background': a background response must be stored (store: true)."
+            )
         if self.store is None:
-            if fields.previous_response_id is not None or fields.conversation is not None:
+            if fields.previous_response_id is not None or fields.conversation is not None or background:
                 raise GatewayError("invalid_request", "This gateway stores no responses")
             return await run(lambda: self.frontend.encode_request("responses", body)), None
         if len(body) > self.settings.store_max_object_bytes and store_it:
@@ -261,7 +287,7 @@ class StoredResponses:
             )
         store = await self._store()
         now = int(time.time())
-        stored_state = (store_it, fields.previous_response_id, fields.conversation, fields.metadata)
+        stored_state = (store_it, fields.previous_response_id, fields.conversation, fields.metadata, background)
 
         def encode(state: TurnState | None) -> tuple[EncodedRequest, ResponsesHistory, EncodedPrompt]:
             return self.frontend.encode_continuing(
@@ -316,6 +342,7 @@ class StoredResponses:
             history=after,
             encoded=encoded,
             base=state,
+            background=background,
         )
         return request_encoded, turn
 
@@ -456,6 +483,9 @@ class StoredResponses:
         store = await self._store()
         now = int(time.time())
         try:
+            if parts[0] == "responses" and len(parts) == 2 and method == "GET" and _flag(query, "stream"):
+                await self._stream_again(store, owner, parts[1], query, receive, send, now)
+                return
             if parts[0] == "responses":
                 body = await self._responses_route(store, owner, parts[1:], method, query, now)
             else:
@@ -468,16 +498,28 @@ class StoredResponses:
     async def _responses_route(
         self, store: Store, owner: str, parts: list[str], method: str, query: dict[str, list[str]], now: int
     ) -> bytes:
+        run = self.runs.get(parts[0], owner) if parts else None
         if len(parts) == 1 and method == "GET":
+            if run is not None and run.status not in _STORED_STATUSES:  # not in the store
+                return run.snapshot()
             record = await store.get_response(owner, parts[0], now)
             if record is None or record.deleted:
                 raise _not_found("Response", parts[0])
             return record.response
         if len(parts) == 1 and method == "DELETE":
+            deleted = orjson.dumps({"id": parts[0], "object": "response", "deleted": True})
+            if run is not None:
+                if not run.finished:
+                    raise GatewayError("invalid_request", "The response is still running; cancel it first.")
+                self.runs.drop(parts[0])
+                if run.status not in _STORED_STATUSES:
+                    return deleted
             if not await store.delete_response(owner, parts[0], now):
                 raise _not_found("Response", parts[0])
             self.hot.drop(parts[0])
-            return orjson.dumps({"id": parts[0], "object": "response", "deleted": True})
+            return deleted
+        if len(parts) == 2 and parts[1] == "cancel" and method == "POST":
+            return await self._cancel(store, owner, parts[0], run, now)
         if len(parts) == 2 and parts[1] == "input_items" and method == "GET":
             record = await store.get_response(owner, parts[0], now)
             if record is None or record.deleted:
@@ -485,6 +527,52 @@ class StoredResponses:
             items = await self._input_items(store, owner, record, now)
             return page(items, query, default_order="desc")
         raise GatewayError("not_found", "Not found")
+
+    async def _cancel(self, store: Store, owner: str, response_id: str, run: Run | None, now: int) -> bytes:
+        """``POST /v1/responses/{id}/cancel``: a running background response is cancelled; a
+        cancelled one is answered again; anything else is a 400 (an unknown id a 404)."""
+        if run is not None:
+            if run.status in FINISHED and run.status != "cancelled":
+                raise GatewayError("invalid_request", f"Cannot cancel a response that is already {run.status}.")
+            return self.runs.cancel(run)
+        record = await store.get_response(owner, response_id, now)
+        if record is None or record.deleted:
+            raise _not_found("Response", response_id)
+        response = orjson.loads(record.response)
+        if response.get("background"):
+            raise GatewayError("invalid_request", f"Cannot cancel a response that is already {response.get('status')}.")
+        raise GatewayError("invalid_request", "Only a response made with background: true can be cancelled.")
+
+    async def _stream_again(
+        self,
+        store: Store,
+        owner: str,
+        response_id: str,
+        query: dict[str, list[str]],
+        receive: Receive,
+        send: Send,
+        now: int,
+    ) -> None:
+        """``GET /v1/responses/{id}?stream=true[&starting_after=N]``: a background response made
+        with ``stream: true``, its events after sequence number ``N`` (all without it), then
+        the new ones as they come."""
+        raw = (query.get("starting_after") or ["-1"])[0]
+        try:
+            after = int(raw)
+        except ValueError:
+            raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.") from None
+        run = self.runs.get(response_id, owner)
+        if run is None:
+            record = await store.get_response(owner, response_id, now)
+            if record is None or record.deleted:
+                raise _not_found("Response", response_id)
+        if run is None or not run.stream:
+            raise GatewayError(
+                "invalid_request",
+                "Only a background response made with stream: true can be streamed again (its events are kept "
+                f"{self.settings.background_retention:g} s after it ends).",
+            )
+        await run.follow(send, receive, after, self.settings.keepalive_interval, [])
 
     async def _input_items(self, store: Store, owner: str, record: ResponseRecord, now: int) -> list[Any]:
         chain = await store.response_chain(owner, record.id, now)
@@ -694,6 +782,11 @@ def _list_page(data: list[Any], *, has_more: bool) -> dict[str, Any]:
         "last_id": data[-1].get("id") if data else None,
         "has_more": has_more,
     }
+
+
+def _flag(query: dict[str, list[str]], name: str) -> bool:
+    """A boolean query parameter (``true``/``1``; anything else is false)."""
+    return (query.get(name) or ["false"])[0].lower() in ("true", "1")
 
 
 def _object(payload: bytes) -> dict[str, Any]:

@@ -1,0 +1,264 @@
+"""Background Responses (``background: true``) through the official ``openai`` SDK against a
+real server on loopback: answered at once ``queued``, polled to completion (stored, and
+continued by id with the whole conversation's ids), cancelled (the engine's request aborted),
+a streamed one left and followed again from a sequence number; every response and event
+checked against the SDK's types."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+import deepseek_recipe as dr
+from deepseek_recipe.backends import BackendChunk, GenerationRequest
+from deepseek_recipe.backends.completions import CompletionsBackend
+from deepseek_recipe.frontend import Frontend
+from deepseek_recipe.gateway import Gateway, GatewaySettings
+from tests import ports
+from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, serving, settle
+from tests.test_stored_responses import KEYS, MODEL, make_store
+
+RESPONSE = TypeAdapter(Response)
+EVENT = TypeAdapter(ResponseStreamEvent)
+
+
+class HeldDemo(RecordingDemo):
+    """The demo engine, holding every request after its prompt's usage until ``release`` (and
+    ``token_delay`` seconds per token after that)."""
+
+    def __init__(self, tokenizer: dr.Tokenizer) -> None:
+        super().__init__(tokenizer)
+        self.gate = asyncio.Event()
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[BackendChunk, None]:
+        first = True
+        async for chunk in super().generate(request):
+            yield chunk
+            if first:
+                first = False
+                await self.gate.wait()
+
+
+@pytest.fixture(scope="module")
+def frontend(tokenizer: dr.Tokenizer) -> Frontend:
+    return Frontend(tokenizer)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def gateway(
+    request: pytest.FixtureRequest, frontend: Frontend, tmp_path: Path
+) -> Iterator[tuple[ServerThread, HeldDemo]]:
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
+    gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
+    gateway.stored.store = make_store(request.param, tmp_path, request)
+    with serving(gateway) as running:
+        yield running, engine
+
+
+def client(server: ServerThread, key: str = KEYS[0]) -> openai.OpenAI:
+    return closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0))
+
+
+def release(server: ServerThread, engine: HeldDemo, *, token_delay: float = 0.0) -> None:
+    engine._delay = token_delay
+
+    async def open_gate() -> None:
+        engine.gate.set()
+
+    server.call(open_gate)
+
+
+def raw_get(server: ServerThread, path: str, key: str = KEYS[0]) -> httpx.Response:
+    return httpx.get(server.url + path, headers={"authorization": f"Bearer {key}"}, timeout=30)
+
+
+def poll(oai: openai.OpenAI, response_id: str, timeout: float = 30) -> Response:
+    deadline = time.monotonic() + timeout
+    while True:
+        response = oai.responses.retrieve(response_id)
+        if response.status not in ("queued", "in_progress") or time.monotonic() > deadline:
+            return response
+        time.sleep(0.02)
+
+
+def test_answered_queued_then_polled_to_completion_and_continued(
+    gateway: tuple[ServerThread, HeldDemo], frontend: Frontend
+) -> None:
+    server, engine = gateway
+    oai = client(server)
+    instructions = "You are terse."
+    first = [{"role": "user", "content": "Say something."}]
+    started = oai.responses.create(model=MODEL, input=first, instructions=instructions, background=True)  # type: ignore[arg-type]
+    assert started.status == "queued" and started.background is True and started.output == []
+    # While the engine holds it: polled as it stands, in the SDK's shape, for its owner only.
+    assert settle(lambda: engine.in_flight == 1)
+    running = raw_get(server, f"/v1/responses/{started.id}")
+    assert running.status_code == 200
+    RESPONSE.validate_python(running.json())
+    assert running.json()["status"] in ("queued", "in_progress") and running.json()["background"] is True
+    assert raw_get(server, f"/v1/responses/{started.id}", KEYS[1]).status_code == 404
+    release(server, engine)
+    done = poll(oai, started.id)
+    assert done.status == "completed" and done.background is True and done.output_text
+    stored = raw_get(server, f"/v1/responses/{started.id}")
+    RESPONSE.validate_python(stored.json())
+    # The same request in the foreground answers the same output; a background response is
+    # continued like any stored one, with the whole conversation's ids.
+    foreground = oai.responses.create(model=MODEL, input=first, instructions=instructions)  # type: ignore[arg-type]
+    assert foreground.output_text == done.output_text and foreground.background is False
+    follow = oai.responses.create(
+        model=MODEL, input="And then?", instructions=instructions, previous_response_id=started.id
+    )
+    items: list[Any] = [*first, *[item.model_dump(mode="json", exclude_none=True) for item in done.output]]
+    items.append({"role": "user", "content": "And then?"})
+    assert follow.status == "completed"
+    assert engine.prompts[-1] == whole_ids_without_tools(frontend, items, instructions)
+
+
+def whole_ids_without_tools(frontend: Frontend, items: list[Any], instructions: str) -> list[int]:
+    body = {"model": MODEL, "instructions": instructions, "input": items}
+    return list(frontend.prepare("responses", json.dumps(body)).prompt_ids)
+
+
+def test_cancel(gateway: tuple[ServerThread, HeldDemo]) -> None:
+    server, engine = gateway
+    oai = client(server)
+    started = oai.responses.create(model=MODEL, input="Take your time.", background=True)
+    assert settle(lambda: engine.in_flight == 1)
+    other = client(server, KEYS[1])
+    with pytest.raises(openai.NotFoundError):
+        other.responses.cancel(started.id)
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.delete(started.id)  # still running
+    cancelled = oai.responses.cancel(started.id)
+    RESPONSE.validate_python(cancelled.model_dump(mode="json"))
+    assert cancelled.id == started.id and cancelled.status == "cancelled"
+    assert settle(lambda: engine.in_flight == 0), "the engine's request was aborted"
+    assert oai.responses.retrieve(started.id).status == "cancelled"
+    assert oai.responses.cancel(started.id).status == "cancelled"  # again: the same answer
+    with pytest.raises(openai.NotFoundError):  # a cancelled response is not stored: nothing to continue
+        oai.responses.create(model=MODEL, input="more", previous_response_id=started.id)
+    # Only a running background response can be cancelled.
+    release(server, engine)
+    foreground = oai.responses.create(model=MODEL, input="Now.")
+    with pytest.raises(openai.BadRequestError) as caught:
+        oai.responses.cancel(foreground.id)
+    assert "background" in caught.value.message
+    finished = oai.responses.create(model=MODEL, input="Quick.", background=True)
+    assert poll(oai, finished.id).status == "completed"
+    with pytest.raises(openai.BadRequestError) as caught:
+        oai.responses.cancel(finished.id)
+    assert "already completed" in caught.value.message
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.cancel("resp_unknown")
+    # A cancelled response is deleted from memory; then it is gone.
+    oai.responses.delete(started.id)
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(started.id)
+
+
+def test_a_stream_left_is_followed_again_from_a_sequence_number(gateway: tuple[ServerThread, HeldDemo]) -> None:
+    server, engine = gateway
+    oai = client(server)
+    release(server, engine, token_delay=0.02)
+    first: list[Any] = []
+    with oai.responses.create(model=MODEL, input="Tell me a story.", background=True, stream=True) as events:
+        for event in events:
+            first.append(event)
+            if len(first) == 4:
+                break  # the client leaves; the response goes on
+    response_id = first[0].response.id
+    assert [event.sequence_number for event in first] == [0, 1, 2, 3]
+    rest = list(oai.responses.retrieve(response_id, stream=True, starting_after=3))
+    every = [*first, *rest]
+    for event in every:
+        EVENT.validate_python(event.model_dump(mode="json"))
+    assert [event.sequence_number for event in every] == list(range(len(every)))
+    assert every[-1].type == "response.completed" and every[-1].response.background is True
+    assert oai.responses.retrieve(response_id).output_text == every[-1].response.output_text
+    # Followed again from the start: the same events.
+    again = list(oai.responses.retrieve(response_id, stream=True))
+    assert [e.model_dump(mode="json") for e in again] == [e.model_dump(mode="json") for e in every]
+    # A response made without stream (or in the foreground) has no events to follow.
+    polled = oai.responses.create(model=MODEL, input="Quick.", background=True)
+    assert poll(oai, polled.id).status == "completed"
+    for response in (polled.id, oai.responses.create(model=MODEL, input="Now.").id):
+        with pytest.raises(openai.BadRequestError):
+            list(oai.responses.retrieve(response, stream=True))
+    with pytest.raises(openai.NotFoundError):
+        list(client(server, KEYS[1]).responses.retrieve(response_id, stream=True))
+
+
+def test_an_engine_failure_fails_the_response(frontend: Frontend, tmp_path: Path) -> None:
+    settings = GatewaySettings(log_requests=False, store="memory", connect_timeout=2)
+    backend = CompletionsBackend(f"http://127.0.0.1:{ports.free_port()}")  # nothing listens there
+    with serving(Gateway(settings=settings, frontend=frontend, backend=backend)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        started = oai.responses.create(model=MODEL, input="Hello", background=True)
+        assert started.status == "queued"
+        failed = poll(oai, started.id)
+        RESPONSE.validate_python(failed.model_dump(mode="json"))
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.code == "server_error" and "Inference backend error" in failed.error.message
+
+
+def test_background_needs_a_store(frontend: Frontend) -> None:
+    with serving(Gateway(settings=GatewaySettings(log_requests=False, store="memory"), frontend=frontend)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        with pytest.raises(openai.BadRequestError) as caught:
+            oai.responses.create(model=MODEL, input="Hello", background=True, store=False)
+        assert "store" in caught.value.message
+        with pytest.raises(openai.BadRequestError):
+            oai.responses.create(model=MODEL, input="Hello", extra_body={"background": "yes"})
+    with serving(Gateway(settings=GatewaySettings(log_requests=False, store="none"), frontend=frontend)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        for kwargs in ({"background": True}, {"previous_response_id": "resp_1"}, {"conversation": "conv_1"}):
+            with pytest.raises(openai.BadRequestError) as caught:
+                oai.responses.create(model=MODEL, input="Hello", **kwargs)
+            assert "stores no responses" in caught.value.message
+        assert oai.responses.create(model=MODEL, input='Say "background".').status == "completed"
+
+
+def test_finished_runs_are_kept_for_their_retention_within_the_budget() -> None:
+    from deepseek_recipe.gateway.background import Run, Runs
+
+    async def scenario() -> None:
+        def finished_run(name: str) -> Run:
+            return Run(name, "owner", 0, {"id": name, "status": "queued"}, stream=True)
+
+        runs = Runs(retention=60, budget=3_000)
+        made = []
+        for k in range(3):
+            run = finished_run(f"resp_{k}")
+            runs.add(run)
+            frame = b'event: response.output_text.delta\ndata: {"delta":"' + b"x" * 900 + b'"}\n\n'
+            await run.send({"type": "http.response.body", "body": frame, "more_body": True})
+            assert runs.get(run.id, "owner") is run and runs.get(run.id, "another") is None
+            made.append(run)
+        for run in made:
+            run.end()
+            runs.ended(run)
+            assert run.status == "failed"  # it never completed
+        # About 1.2 kB each against 3 kB: the oldest went first.
+        assert [runs.get(run.id, "owner") is not None for run in made] == [False, True, True]
+        short = Runs(retention=0.05, budget=1 << 20)
+        run = finished_run("resp_short")
+        short.add(run)
+        run.end()
+        short.ended(run)
+        assert short.get("resp_short", "owner") is run
+        await asyncio.sleep(0.1)
+        assert short.get("resp_short", "owner") is None
+
+    asyncio.run(scenario())
