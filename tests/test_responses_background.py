@@ -213,7 +213,7 @@ def test_an_engine_failure_fails_the_response(frontend: Frontend, tmp_path: Path
         assert failed.error.code == "server_error" and "Inference backend error" in failed.error.message
 
 
-def test_background_needs_a_store(frontend: Frontend) -> None:
+def test_background_needs_a_store_and_so_does_continuing(frontend: Frontend) -> None:
     with serving(Gateway(settings=GatewaySettings(log_requests=False, store="memory"), frontend=frontend)) as server:
         oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
         with pytest.raises(openai.BadRequestError) as caught:
@@ -227,7 +227,13 @@ def test_background_needs_a_store(frontend: Frontend) -> None:
             with pytest.raises(openai.BadRequestError) as caught:
                 oai.responses.create(model=MODEL, input="Hello", **kwargs)
             assert "stores no responses" in caught.value.message
+            with pytest.raises(openai.BadRequestError):
+                oai.responses.input_tokens.count(model=MODEL, input="Hello", extra_body=kwargs)
         assert oai.responses.create(model=MODEL, input='Say "background".').status == "completed"
+        body = {"model": MODEL, "input": "Hello"}
+        assert oai.responses.input_tokens.count(input="Hello").input_tokens == len(
+            frontend.prepare("responses", json.dumps(body)).prompt_ids
+        )
 
 
 def test_finished_runs_are_kept_for_their_retention_within_the_budget() -> None:

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 from openai.types.conversations import Conversation, ConversationDeletedResource, ConversationItemList
-from openai.types.responses import Response, ResponseItem
+from openai.types.responses import InputTokenCountResponse, Response, ResponseItem
 from pydantic import TypeAdapter
 
 import deepseek_recipe as dr
@@ -245,3 +245,35 @@ def test_conversations_api(gateway: tuple[ServerThread, RecordingDemo]) -> None:
     TypeAdapter(ConversationDeletedResource).validate_python(gone.model_dump(mode="json"))
     with pytest.raises(openai.NotFoundError):
         oai.conversations.retrieve(created.id)
+
+
+def test_input_tokens_count_what_the_engine_would_get(
+    gateway: tuple[ServerThread, RecordingDemo], frontend: Frontend
+) -> None:
+    server, engine = gateway
+    oai = client(server)
+    first: list[Any] = [{"role": "user", "content": "Read the files and fix the bug."}]
+    counted = oai.responses.input_tokens.count(model=MODEL, input=first, instructions="Be brief.", tools=TOOLS)
+    TypeAdapter(InputTokenCountResponse).validate_python(counted.model_dump(mode="json"))
+    assert counted.input_tokens == len(whole_ids(frontend, first, "Be brief."))
+    # Without a model, the first served one's prompt is counted.
+    assert oai.responses.input_tokens.count(input=first, instructions="Be brief.", tools=TOOLS) == counted
+    # A request continuing a stored response counts the whole conversation, as the engine gets it.
+    response = oai.responses.create(model=MODEL, input=first, instructions="Be brief.", tools=TOOLS)
+    more: Any = next_input(response, 1)
+    continued = oai.responses.input_tokens.count(
+        model=MODEL, input=more, instructions="Now more.", tools=TOOLS, previous_response_id=response.id
+    )
+    items = [*first, *output_items(response), *more]
+    assert continued.input_tokens == len(whole_ids(frontend, items, "Now more."))
+    usage = oai.responses.create(
+        model=MODEL, input=more, instructions="Now more.", tools=TOOLS, previous_response_id=response.id
+    ).usage
+    assert usage is not None and usage.input_tokens == continued.input_tokens
+    assert len(engine.prompts) == 2  # counting asked the engine nothing
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.input_tokens.count(model=MODEL, input="x", previous_response_id="resp_unknown")
+    with pytest.raises(openai.NotFoundError):
+        client(server, KEYS[1]).responses.input_tokens.count(model=MODEL, input="x", previous_response_id=response.id)
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.input_tokens.count(model=MODEL, extra_body={"input": [{"role": "user", "content": 3}]})

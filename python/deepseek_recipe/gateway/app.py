@@ -7,6 +7,8 @@ POST     ``/v1/chat/completions``          OpenAI Chat Completions, streamed or 
 POST     ``/v1/responses``                 OpenAI Responses, streamed or not
 POST     ``/v1/messages``                  Anthropic Messages, streamed or not
 POST     ``/v1/messages/count_tokens``     Anthropic token count (the ids the engine gets)
+POST     ``/v1/responses/input_tokens``    OpenAI's token count of a Responses request (the
+                                           same; a stored conversation it continues included)
 GET      ``/v1/models``                    served models (Anthropic's shape when the client
                                            sends ``anthropic-version``, else OpenAI's)
 GET      ``/health``                       liveness: the process is up
@@ -94,6 +96,7 @@ _GENERATE: dict[str, Protocol] = {
 _ROUTES: dict[str, tuple[str, Protocol | None]] = {
     **{path: ("POST", protocol) for path, protocol in _GENERATE.items()},
     "/v1/messages/count_tokens": ("POST", "messages"),
+    "/v1/responses/input_tokens": ("POST", "responses"),
     "/v1/models": ("GET", None),
     "/health": ("GET", None),
     "/ready": ("GET", None),
@@ -219,7 +222,9 @@ class Gateway:
         if path in _GENERATE:
             await self._generate(_GENERATE[path], scope, receive, send)
         elif path == "/v1/messages/count_tokens":
-            await self._count_tokens(scope, receive, send)
+            await self._count_tokens("messages", scope, receive, send)
+        elif path == "/v1/responses/input_tokens":
+            await self._count_tokens("responses", scope, receive, send)
         elif path == "/v1/models":
             await self._models(scope, send, head)
         elif path == "/health":
@@ -305,22 +310,54 @@ class Gateway:
             body = {"object": "list", "data": data}
         await send_json(send, 200, orjson.dumps(body), head=head)
 
-    async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
-        record = Record("messages", request_id(scope))
+    async def _count_tokens(self, protocol: Protocol, scope: Scope, receive: Receive, send: Send) -> None:
+        """How many input tokens the engine would get for a Messages or Responses request: its
+        prompt's ids plus what its images take beyond their placeholders. A Responses request
+        that continues a stored response or conversation counts it whole, and may leave out
+        ``model`` (the first served model's prompt is counted)."""
+        record = Record(protocol, request_id(scope))
         try:
             self.intake.authenticate(scope)
             body = await self.intake.read_body(scope, receive)
-            encoded = await self._run_encode(
-                len(body), receive, lambda: self.intake.encode("messages", body, owner=self.intake.owner(scope))
-            )
+            owner = self.intake.owner(scope)
+            if protocol == "responses":
+                body = self._with_model(body)
+                if self.stored.enabled:
+                    self.intake.check_depth(body)
+                    encoded, _ = await self.stored.prepare(
+                        owner, body, lambda encode: self._run_encode(len(body), receive, encode)
+                    )
+                else:
+                    self.stored.refuse_state(body)
+                    encoded = await self._run_encode(len(body), receive, lambda: self.intake.encode(protocol, body))
+            else:
+                encoded = await self._run_encode(
+                    len(body), receive, lambda: self.intake.encode(protocol, body, owner=owner)
+                )
             images = await self._images_async(encoded, receive)
             count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
-            await send_json(send, 200, orjson.dumps({"input_tokens": count}))
+            answer: dict[str, Any] = {"input_tokens": count}
+            if protocol == "responses":
+                answer = {"object": "response.input_tokens", "input_tokens": count}
+            await send_json(send, 200, orjson.dumps(answer))
         except GatewayError as error:
             record.status, record.error = error.status, error.kind
-            await send_error(send, error, "messages")
+            await send_error(send, error, protocol)
         except ClientGone:
             record.disconnected = True
+
+    def _with_model(self, body: bytes) -> bytes:
+        """A Responses body to count, with the first served model where it names none (the
+        official route takes a request without one)."""
+        if b'"model"' in body or not self.frontend.models:
+            return body
+        try:
+            request = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return body  # its own error comes from the encoding
+        if not isinstance(request, dict) or "model" in request:
+            return body
+        return orjson.dumps({"model": self.frontend.models[0], **request})
 
     async def _generate(self, protocol: Protocol, scope: Scope, receive: Receive, send: Send) -> None:
         record = Record(protocol, request_id(scope))
