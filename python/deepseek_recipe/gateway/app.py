@@ -58,7 +58,7 @@ from deepseek_recipe._native import (
     Tokenizer,
 )
 from deepseek_recipe.backends import Backend
-from deepseek_recipe.frontend import EncodedRequest, Frontend, Protocol
+from deepseek_recipe.frontend import EncodedRequest, Frontend, Protocol, Stage
 from deepseek_recipe.gateway.asgi import (
     ASGIApp,
     ClientGone,
@@ -321,18 +321,15 @@ class Gateway:
             body = await self.intake.read_body(scope, receive)
             owner = self.intake.owner(scope)
             if protocol == "responses":
-                body = self._with_model(body)
-                if self.stored.enabled:
-                    self.intake.check_depth(body)
-                    encoded, _ = await self.stored.prepare(
-                        owner, body, lambda encode: self._run_encode(len(body), receive, encode)
-                    )
-                else:
-                    self.stored.refuse_state(body)
-                    encoded = await self._run_encode(len(body), receive, lambda: self.intake.encode(protocol, body))
+                body = await self._run_encode(len(body), receive, lambda: self._with_model(body))
+            if protocol == "responses" and self.stored.enabled:
+                self.intake.check_depth(body)
+                encoded, _ = await self.stored.prepare(
+                    owner, body, lambda encode: self._run_encode(len(body), receive, encode)
+                )
             else:
                 encoded = await self._run_encode(
-                    len(body), receive, lambda: self.intake.encode(protocol, body, owner=owner)
+                    len(body), receive, lambda: self._encode_unstored(protocol, body, owner)
                 )
             images = await self._images_async(encoded, receive)
             count = len(encoded.prompt_ids) + (images.image_token_adjustment() if images is not None else 0)
@@ -345,6 +342,15 @@ class Gateway:
             await send_error(send, error, protocol)
         except ClientGone:
             record.disconnected = True
+
+    def _encode_unstored(
+        self, protocol: Protocol, body: bytes, owner: str, stage: Stage | None = None
+    ) -> EncodedRequest:
+        """Encode a request no store takes part in (no I/O: run as ``_run_encode`` says). A
+        Responses request that would need one is refused: this gateway stores nothing."""
+        if protocol == "responses":
+            self.stored.refuse_state(body)
+        return self.intake.encode(protocol, body, stage, owner)
 
     def _with_model(self, body: bytes) -> bytes:
         """A Responses body to count, with the first served model where it names none (the
@@ -394,12 +400,9 @@ class Gateway:
                     self.intake.owner(scope), body, lambda encode: self._run_encode(len(body), receive, encode)
                 )
             else:
-                if protocol == "responses":
-                    self.stored.refuse_state(body)  # this gateway stores nothing to continue
+                owner = self.intake.owner(scope)
                 encoded = await self._run_encode(
-                    len(body),
-                    receive,
-                    lambda: self.intake.encode(protocol, body, record.stage, self.intake.owner(scope)),
+                    len(body), receive, lambda: self._encode_unstored(protocol, body, owner, record.stage)
                 )
             if encoded.image_sources:
                 started_images = time.perf_counter()
