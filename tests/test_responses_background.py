@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response, ResponseCreatedEvent, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 import deepseek_recipe as dr
@@ -25,7 +25,7 @@ from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
 from tests import ports
-from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, serving, settle
+from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, parse_sse, serving, settle
 from tests.test_stored_responses import KEYS, MODEL, make_store
 
 RESPONSE = TypeAdapter(Response)
@@ -268,3 +268,41 @@ def test_finished_runs_are_kept_for_their_retention_within_the_budget() -> None:
         assert short.get("resp_short", "owner") is None
 
     asyncio.run(scenario())
+
+
+def test_a_drain_past_its_grace_fails_a_running_background_response(frontend: Frontend) -> None:
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, store="memory", shutdown_grace=0.2)
+    gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
+    with serving(gateway) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        started = oai.responses.create(model=MODEL, input="Hello", background=True)
+        assert settle(lambda: engine.in_flight == 1)
+        server.call(gateway.lifecycle.drain)
+        failed = oai.responses.retrieve(started.id)
+        assert failed.status == "failed" and failed.error is not None
+        assert "shutting down" in failed.error.message
+        assert settle(lambda: engine.in_flight == 0)
+
+
+def test_a_background_stream_names_its_response_at_once_then_keeps_alive(frontend: Frontend) -> None:
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, store="memory", keepalive_interval=0.1)
+    with serving(Gateway(settings=settings, frontend=frontend, backend=engine)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        body = {"model": MODEL, "input": "Hello", "background": True, "stream": True}
+        with httpx.stream("POST", server.url + "/v1/responses", json=body, timeout=30) as streamed:
+            assert streamed.status_code == 200
+            chunks = streamed.iter_bytes()
+            # While the engine holds it: the queued response at once, then keep-alive comments.
+            first = next(chunks)
+            name, data = parse_sse(first)[0]
+            created = EVENT.validate_json(data)
+            assert isinstance(created, ResponseCreatedEvent)
+            assert name == "response.created" and created.sequence_number == 0
+            assert created.response.status == "queued" and created.response.background is True
+            assert next(chunks).startswith(b": keep-alive")
+            assert oai.responses.cancel(created.response.id).status == "cancelled"
+            rest = b"".join(chunks)  # the stream ends
+        assert b"event:" not in rest
+        assert settle(lambda: engine.in_flight == 0)

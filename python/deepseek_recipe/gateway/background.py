@@ -48,6 +48,9 @@ class Run:
         self.frames: list[bytes] = []
         self._frames_bytes = 0
         self._response_bytes = len(orjson.dumps(queued))
+        if stream:  # the client learns the response's id at once, as from the official API
+            event = {"type": "response.created", "response": queued, "sequence_number": 0}
+            self._event(b"event: response.created\ndata: " + orjson.dumps(event) + b"\n\n")
         self.finished_at: float | None = None
         self.exchange: Exchange | None = None
         self.task: asyncio.Task[None] | None = None
@@ -104,6 +107,8 @@ class Run:
     def _event(self, frame: bytes) -> None:
         head, _, data = frame.partition(b"\ndata: ")
         name = head.removeprefix(b"event: ")
+        if name == b"response.created" and self.frames:
+            return  # the exchange's own (number 0, in_progress): the queued one went first
         if name in _CARRY_RESPONSE:
             self.response = orjson.loads(data)["response"]
             self._response_bytes = len(data)
