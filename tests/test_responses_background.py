@@ -147,6 +147,9 @@ def test_cancel(gateway: tuple[ServerThread, HeldDemo]) -> None:
     assert settle(lambda: engine.in_flight == 0), "the engine's request was aborted"
     assert oai.responses.retrieve(started.id).status == "cancelled"
     assert oai.responses.cancel(started.id).status == "cancelled"  # again: the same answer
+    # As curl -X POST sends it: no body, no content type.
+    again = httpx.post(f"{server.url}/v1/responses/{started.id}/cancel", headers={"authorization": f"Bearer {KEYS[0]}"})
+    assert again.status_code == 200 and again.json()["status"] == "cancelled"
     with pytest.raises(openai.NotFoundError):  # a cancelled response is not stored: nothing to continue
         oai.responses.create(model=MODEL, input="more", previous_response_id=started.id)
     # Only a running background response can be cancelled.

@@ -238,6 +238,38 @@ def script_endless(scripts: Scripts, frontend: dr.Frontend, protocol: Protocol, 
     scripts.script(frontend.prepare(protocol, body).prompt_ids.tolist(), frontend.tokenizer.encode(" on"))
 
 
+def test_a_background_response_is_polled_to_its_end_and_a_cancel_aborts_vllm(
+    gateway: ServerThread, plugin_vllm: VllmServer, scripts: Scripts, frontend: dr.Frontend
+) -> None:
+    """A background Responses request is answered queued and polled until vLLM's scripted
+    reply is complete (and stored); another, endless one, is cancelled once vLLM generates it,
+    and vLLM falls idle far short of its max_output_tokens: the cancel aborted its request."""
+    body = body_for("responses", "Answer in the background.")
+    text = "Done in the background."
+    script_reply(scripts, frontend, "responses", body, text)
+    started = httpx.post(gateway.url + PATHS["responses"], json={**body, "background": True}, timeout=300)
+    assert started.status_code == 200, started.text
+    queued = check_response("responses", started.content)
+    assert queued["status"] == "queued" and queued["background"] is True
+    url = f"{gateway.url}/v1/responses/{queued['id']}"
+    assert settle(lambda: httpx.get(url, timeout=30).json()["status"] == "completed", timeout=300)
+    done = check_response("responses", httpx.get(url, timeout=30).content)
+    assert reply_text("responses", done)[1] == text
+
+    assert settle(plugin_vllm.idle, timeout=120)
+    start = plugin_vllm.generated_tokens()
+    limit = 12_000
+    endless = {**body_for("responses", "Go on forever in the background."), "max_output_tokens": limit}
+    script_endless(scripts, frontend, "responses", endless)
+    started = httpx.post(gateway.url + PATHS["responses"], json={**endless, "background": True}, timeout=300)
+    response_id = started.json()["id"]
+    assert settle(lambda: plugin_vllm.generated_tokens() > start, timeout=300), "vLLM never started it"
+    cancelled = httpx.post(f"{gateway.url}/v1/responses/{response_id}/cancel", timeout=30)
+    assert cancelled.status_code == 200 and check_response("responses", cancelled.content)["status"] == "cancelled"
+    assert settle(plugin_vllm.idle, timeout=60)
+    assert plugin_vllm.generated_tokens() - start < limit
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_client_that_leaves_ends_the_engine_request(
     gateway: ServerThread, plugin_vllm: VllmServer, scripts: Scripts, frontend: dr.Frontend, protocol: Protocol

@@ -195,7 +195,7 @@ class Gateway:
             await send_error(send, GatewayError("invalid_request", "Invalid Host header"), protocol)
             return
         if route is None and self.stored.handles(scope["path"]):
-            if scope["method"] == "POST" and not json_content(scope):
+            if scope["method"] == "POST" and self.stored.takes_json(scope["path"]) and not json_content(scope):
                 await send_error(send, not_json(), None)
             else:
                 await self._stored_route(scope, receive, send)

@@ -475,6 +475,12 @@ class StoredResponses:
     def handles(path: str) -> bool:
         return path.startswith(("/v1/responses/", "/v1/conversations/")) or path == "/v1/conversations"
 
+    @staticmethod
+    def takes_json(path: str) -> bool:
+        """Whether a POST to ``path`` sends a JSON body (a cancel sends none: ``curl -X POST``
+        without a body and content type is answered, where a JSON route would give 415)."""
+        return not (path.startswith("/v1/responses/") and path.endswith("/cancel"))
+
     async def serve(self, scope: Scope, receive: Receive, send: Send, owner: str, read_body: Any) -> None:
         """Answer one of the routes (the caller authenticated the request)."""
         parts = scope["path"].split("/")[2:]
