@@ -24,6 +24,8 @@ from deepseek_recipe.backends import BackendChunk, GenerationRequest
 from deepseek_recipe.backends.completions import CompletionsBackend
 from deepseek_recipe.frontend import Frontend
 from deepseek_recipe.gateway import Gateway, GatewaySettings
+from deepseek_recipe.gateway.store import RunRecord, open_store
+from deepseek_recipe.gateway.stored import owner_of
 from tests import ports
 from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, parse_sse, serving, settle
 from tests.test_stored_responses import KEYS, MODEL, make_store
@@ -309,3 +311,126 @@ def test_a_background_stream_names_its_response_at_once_then_keeps_alive(fronten
             rest = b"".join(chunks)  # the stream ends
         assert b"event:" not in rest
         assert settle(lambda: engine.in_flight == 0)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+def two_gateways(
+    request: pytest.FixtureRequest, frontend: Frontend, tmp_path: Path
+) -> Iterator[tuple[ServerThread, HeldDemo, ServerThread]]:
+    """Two gateways on one store, as two processes (or machines) would be: the first's engine
+    holds its requests."""
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
+    first = Gateway(settings=settings, frontend=frontend, backend=engine)
+    second = Gateway(settings=settings, frontend=frontend, backend=RecordingDemo(frontend.tokenizer))
+    if request.param == "memory":
+        first.stored.store = second.stored.store = open_store("memory")
+    else:
+        url = f"sqlite://{tmp_path / 'store.sqlite3'}"
+        if request.param == "postgresql":
+            url = request.getfixturevalue("postgres").create_database()
+        first.stored.store, second.stored.store = open_store(url), open_store(url)
+    with serving(first) as running_first, serving(second) as running_second:
+        yield running_first, engine, running_second
+
+
+def test_another_process_polls_and_cancels_a_background_response(
+    two_gateways: tuple[ServerThread, HeldDemo, ServerThread],
+) -> None:
+    first, engine, second = two_gateways
+    here, there = client(first), client(second)
+    started = here.responses.create(model=MODEL, input="Take your time.", background=True)
+    assert settle(lambda: engine.in_flight == 1)
+    # The other process answers for it from the store: as it stands, for its owner only.
+    polled = raw_get(second, f"/v1/responses/{started.id}")
+    assert polled.status_code == 200 and polled.json()["status"] in ("queued", "in_progress")
+    RESPONSE.validate_python(polled.json())
+    assert raw_get(second, f"/v1/responses/{started.id}", KEYS[1]).status_code == 404
+    with pytest.raises(openai.BadRequestError):  # its events are the running process's
+        list(there.responses.retrieve(started.id, stream=True))
+    with pytest.raises(openai.BadRequestError):  # still running
+        there.responses.delete(started.id)
+    # Cancelled through the other process: the running one aborts it at its next heartbeat.
+    assert there.responses.cancel(started.id).status == "cancelled"
+    assert settle(lambda: engine.in_flight == 0), "the engine's request was aborted"
+    assert here.responses.retrieve(started.id).status == "cancelled"
+    assert settle(lambda: there.responses.retrieve(started.id).status == "cancelled")
+    there.responses.delete(started.id)
+    with pytest.raises(openai.NotFoundError):
+        there.responses.retrieve(started.id)
+    # One that completes is a stored turn for both, continued through the other.
+    release(first, engine)
+    done = here.responses.create(model=MODEL, input="Quick.", background=True)
+    assert poll(there, done.id).status == "completed"
+    follow = there.responses.create(model=MODEL, input="More.", previous_response_id=done.id)
+    assert follow.status == "completed"
+
+
+def test_a_background_response_whose_process_stopped_is_failed(frontend: Frontend) -> None:
+    store = open_store("memory")
+    assert store is not None
+    gateway = Gateway(settings=GatewaySettings(log_requests=False), frontend=frontend)
+    gateway.stored.store = store
+    now = int(time.time())
+    response = {"id": "resp_gone", "object": "response", "status": "in_progress", "background": True}
+    stopped = RunRecord("resp_gone", owner_of(None), json.dumps(response).encode(), now - 100, now + 3600)
+    asyncio.run(store.put_run(stopped))
+    with serving(gateway) as server:
+        got = raw_get(server, "/v1/responses/resp_gone")
+        assert got.status_code == 200
+        assert got.json()["status"] == "failed" and "stopped" in got.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgresql"])
+def test_the_stores_keep_background_runs(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    store = make_store(kind, tmp_path, request)
+
+    async def scenario() -> None:
+        await store.open()
+        try:
+            now = 1_000
+            await store.put_run(RunRecord("resp_a", "me", b'{"status":"queued"}', now, now + 60))
+            assert await store.get_run("someone else", "resp_a", now) is None
+            assert await store.request_cancel("someone else", "resp_a", now) is False
+            assert await store.beat(["resp_a", "resp_unknown"], now + 1) == []
+            assert await store.request_cancel("me", "resp_a", now + 1) is True
+            # A later write of the run keeps the cancel asked for; the heartbeat reports it.
+            await store.put_run(RunRecord("resp_a", "me", b'{"status":"in_progress"}', now + 2, now + 60))
+            assert await store.beat(["resp_a"], now + 3) == ["resp_a"]
+            got = await store.get_run("me", "resp_a", now + 3)
+            assert got is not None and got.response == b'{"status":"in_progress"}'
+            assert got.heartbeat == now + 3 and got.cancel_requested
+            assert await store.get_run("me", "resp_a", now + 60) is None  # expired
+            await store.put_run(RunRecord("resp_b", "me", b"{}", now, now + 10))
+            assert await store.cleanup(now + 100, 100) == 2  # both runs expired
+            assert await store.get_run("me", "resp_b", now) is None
+            await store.put_run(RunRecord("resp_c", "me", b"{}", now, now + 10))
+            assert await store.delete_run("someone else", "resp_c") is False
+            assert await store.delete_run("me", "resp_c") is True
+            assert await store.get_run("me", "resp_c", now) is None
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_sqlite_store_of_the_first_schema_is_migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepseek_recipe.gateway.store import sql
+
+    url = f"sqlite://{tmp_path / 'old.sqlite3'}"
+
+    async def open_and(work: Any) -> Any:
+        store = open_store(url)
+        assert store is not None
+        await store.open()
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    with monkeypatch.context() as patched:  # a database made before background runs
+        patched.setattr(sql, "MIGRATIONS", sql.MIGRATIONS[:1])
+        asyncio.run(open_and(lambda store: store.get_response("me", "resp_x", 0)))
+    run = RunRecord("resp_a", "me", b"{}", 0, 10)
+    asyncio.run(open_and(lambda store: store.put_run(run)))
+    assert asyncio.run(open_and(lambda store: store.get_run("me", "resp_a", 0))) == run

@@ -269,6 +269,7 @@ class Gateway:
                 group.start_soon(self.limits.maintain)
             if self.stored.enabled:
                 group.start_soon(self.stored.cleanup_forever)
+                group.start_soon(self.stored.watch_runs)
             if self.app is None:
                 while True:
                     message = await receive()
@@ -447,6 +448,7 @@ class Gateway:
 
                 exchange.on_complete = commit
             if run is not None:
+                await self.stored.start_run(run)
                 self._run_in_background(run, exchange, held, admission, record)
                 detached = True  # the run's task releases what the request holds
                 headers = [(b"x-request-id", record.request_id.encode()), *exchange.headers]
@@ -503,7 +505,6 @@ class Gateway:
                 self._release(held, admission, True, record)
 
         run.exchange = exchange
-        self.stored.runs.add(run)
         run.task = asyncio.get_running_loop().create_task(background(), name=f"background {run.id}")
 
     async def _run_encode(self, size: int, receive: Receive, encode: Callable[[], T]) -> T:

@@ -7,10 +7,12 @@ A background response is a stored one (``store`` must be true). Its exchange wit
 runs as a stream whatever the request asked, into a :class:`Run`: the run keeps its events
 (one server-sent event each, numbered as their ``sequence_number``) and the latest response
 object they carried. A completed (or incomplete) response is written to the store as any
-stored turn, before its last event, so it is read from there afterwards; one that failed or was
-cancelled is known only to the process that ran it. Each process keeps its runs in memory
-(:class:`Runs`): running ones until they end, finished ones ``background_retention`` seconds,
-the oldest first out beyond ``background_bytes``.
+stored turn, before its last event. The store also keeps a copy of the response object while
+it runs, and of one that failed or was cancelled (``StoredResponses.start_run``), so another
+process answers for it and can ask for its cancel; each process beats for its running runs
+every :data:`HEARTBEAT` seconds and cancels those another asked to. Each process keeps its
+runs in memory (:class:`Runs`): running ones until they end, finished ones (for their events)
+``background_retention`` seconds, the oldest first out beyond ``background_bytes``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -27,6 +30,12 @@ from deepseek_recipe.gateway.asgi import Message, Receive, Send
 from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.exchange import KEEPALIVE, SSE_HEADERS, Exchange
 
+#: Seconds between a process's heartbeats for its running background responses (each one
+#: also asks the store whether another process asked for a cancel).
+HEARTBEAT = 1.0
+#: A running background response whose process has not beaten for this long is reported as
+#: failed by the other processes (its process stopped without a word).
+STALE_AFTER = 30
 #: Statuses after which a response changes no more.
 FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 #: Events that carry the whole response object.
@@ -45,6 +54,10 @@ class Run:
         self.created = created
         self.stream = stream
         self.response = queued
+        #: Told when the status changes (the store's copy follows: ``stored.py``).
+        self.on_change: Callable[[Run], None] | None = None
+        #: Serialises the writes of the store's copy (each writes the run as it then stands).
+        self.writing = asyncio.Lock()
         self.frames: list[bytes] = []
         self._frames_bytes = 0
         self._response_bytes = len(orjson.dumps(queued))
@@ -110,7 +123,7 @@ class Run:
         if name == b"response.created" and self.frames:
             return  # the exchange's own (number 0, in_progress): the queued one went first
         if name in _CARRY_RESPONSE:
-            self.response = orjson.loads(data)["response"]
+            self._set(orjson.loads(data)["response"])
             self._response_bytes = len(data)
         elif name == b"error":
             error = orjson.loads(data)
@@ -122,7 +135,21 @@ class Run:
     def _set_failed(self, code: str, message: str) -> None:
         # A response's error code is one of the API's few (the gateway's own codes are not).
         code = code if code == "rate_limit_exceeded" else "server_error"
-        self.response = {**self.response, "status": "failed", "error": {"code": code, "message": message}}
+        self._set({**self.response, "status": "failed", "error": {"code": code, "message": message}})
+
+    def _set(self, response: dict[str, Any]) -> None:
+        changed = response.get("status") != self.response.get("status")
+        self.response = response
+        if changed and self.on_change is not None:
+            self.on_change(self)
+
+    def cancel(self) -> None:
+        """End the run ``cancelled`` (its output so far is not kept); its engine request is
+        aborted. Nothing if it is over."""
+        if not self.finished and self.status not in FINISHED:
+            self._set({**self.response, "status": "cancelled"})
+            if self.exchange is not None:
+                self.exchange.abort(GatewayError("invalid_request", "The response was cancelled"))
 
     # -- ending ----------------------------------------------------------------------------
 
@@ -223,14 +250,8 @@ class Runs:
     def _forget(self, response_id: str) -> None:
         self._finished_bytes -= self._finished.pop(response_id).size
 
-    def cancel(self, run: Run) -> bytes:
-        """Cancel a running ``run``: its engine request is aborted and it ends ``cancelled``
-        (its output so far is not kept). Cancelling a cancelled run again answers it again."""
-        if not run.finished and run.status not in FINISHED:
-            run.response = {**run.response, "status": "cancelled"}
-            if run.exchange is not None:
-                run.exchange.abort(GatewayError("invalid_request", "The response was cancelled"))
-        return run.snapshot()
+    def running(self) -> list[Run]:
+        return list(self._running.values())
 
     async def aclose(self) -> None:
         """End what still runs (the server is stopping) and wait for it."""
@@ -244,4 +265,4 @@ class Runs:
             await asyncio.wait(tasks, timeout=5)
 
 
-__all__ = ["FINISHED", "Run", "Runs"]
+__all__ = ["FINISHED", "HEARTBEAT", "STALE_AFTER", "Run", "Runs"]

@@ -44,13 +44,14 @@ from deepseek_recipe._native import (
 )
 from deepseek_recipe.frontend import EncodedRequest, Frontend
 from deepseek_recipe.gateway.asgi import Receive, Scope, Send, send_json
-from deepseek_recipe.gateway.background import FINISHED, Run, Runs
+from deepseek_recipe.gateway.background import FINISHED, HEARTBEAT, STALE_AFTER, Run, Runs
 from deepseek_recipe.gateway.errors import GatewayError
 from deepseek_recipe.gateway.settings import GatewaySettings
 from deepseek_recipe.gateway.store import (
     ConversationRecord,
     ItemRecord,
     ResponseRecord,
+    RunRecord,
     Store,
     StoreNotFound,
     StoreUnavailable,
@@ -196,6 +197,7 @@ class StoredResponses:
         self.hot = HotStates(settings.store_cache_bytes)
         #: This process's background responses (``background.py``).
         self.runs = Runs(settings.background_retention, settings.background_bytes)
+        self._writes: set[asyncio.Task[None]] = set()
         self._opened = False
         self._lock = anyio.Lock()
 
@@ -238,10 +240,78 @@ class StoredResponses:
             await anyio.sleep(self.settings.store_cleanup_interval)
             try:
                 store = await self._store()
-                while await store.cleanup(int(time.time()), 100) == 100:
+                while await store.cleanup(int(time.time()), 100) >= 100:
                     await anyio.sleep(0)
             except (StoreUnavailable, GatewayError) as error:
                 logger.warning("store cleanup failed: %s", error)
+
+    # -- background responses ----------------------------------------------------------------
+
+    async def start_run(self, run: Run) -> None:
+        """Keep a new background run (written to the store first: a 503 if it cannot be, and
+        nothing runs); the store's copy then follows its status, so any process answers for it."""
+        store = await self._store()
+        try:
+            await store.put_run(self._run_record(run))
+        except StoreUnavailable as error:
+            raise _unavailable(error) from None
+        run.on_change = self._run_changed
+        self.runs.add(run)
+
+    def _run_record(self, run: Run) -> RunRecord:
+        now = int(time.time())
+        keep = int(self.settings.background_retention) + 1
+        if run.status not in FINISHED:
+            keep += int(self.settings.total_timeout)
+        return RunRecord(run.id, run.owner, run.snapshot(), now, now + keep)
+
+    def _run_changed(self, run: Run) -> None:
+        task = asyncio.get_running_loop().create_task(self._write_run(run))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write_run(self, run: Run) -> None:
+        """The store's copy of ``run`` as it stands now (one write at a time per run, so the
+        last one is of its last state). A completed or incomplete run's response is a stored
+        turn by then: its copy goes."""
+        async with run.writing:
+            try:
+                store = await self._store()
+                if run.status in _STORED_STATUSES:
+                    await store.delete_run(run.owner, run.id)
+                else:
+                    await store.put_run(self._run_record(run))
+            except (StoreUnavailable, GatewayError) as error:
+                logger.warning("background response %s: its state could not be stored: %s", run.id, error)
+
+    async def watch_runs(self) -> None:
+        """For the server's life: every :data:`HEARTBEAT` seconds, tell the store this
+        process's background runs still run, and cancel those another process asked to."""
+        while True:
+            await anyio.sleep(HEARTBEAT)
+            running = self.runs.running()
+            if not running or self.store is None:
+                continue
+            try:
+                asked = await self.store.beat([run.id for run in running], int(time.time()))
+            except StoreUnavailable as error:
+                logger.warning("background responses: no heartbeat: %s", error)
+                continue
+            for run in running:
+                if run.id in asked:
+                    run.cancel()
+
+    async def _stored_run(self, store: Store, owner: str, response_id: str, now: int) -> dict[str, Any] | None:
+        """A background response another process runs (or ran, and it failed or was
+        cancelled), as the store has it; one whose process stopped beating is failed."""
+        record = await store.get_run(owner, response_id, now)
+        if record is None:
+            return None
+        response: dict[str, Any] = orjson.loads(record.response)
+        if response.get("status") not in FINISHED and now - record.heartbeat > STALE_AFTER:
+            error = {"code": "server_error", "message": "The gateway process running the response stopped"}
+            response = {**response, "status": "failed", "error": error}
+        return response
 
     # -- a Responses request -----------------------------------------------------------------
 
@@ -506,20 +576,26 @@ class StoredResponses:
     ) -> bytes:
         run = self.runs.get(parts[0], owner) if parts else None
         if len(parts) == 1 and method == "GET":
-            if run is not None and run.status not in _STORED_STATUSES:  # not in the store
+            if run is not None and run.status not in _STORED_STATUSES:  # not a stored turn
                 return run.snapshot()
             record = await store.get_response(owner, parts[0], now)
-            if record is None or record.deleted:
+            if record is not None and not record.deleted:
+                return record.response
+            elsewhere = await self._stored_run(store, owner, parts[0], now)
+            if elsewhere is None:
                 raise _not_found("Response", parts[0])
-            return record.response
+            return orjson.dumps(elsewhere)
         if len(parts) == 1 and method == "DELETE":
             deleted = orjson.dumps({"id": parts[0], "object": "response", "deleted": True})
+            elsewhere = await self._stored_run(store, owner, parts[0], now) if run is None else None
+            status = run.status if run is not None else elsewhere.get("status") if elsewhere is not None else None
+            if status is not None and status not in FINISHED:
+                raise GatewayError("invalid_request", "The response is still running; cancel it first.")
             if run is not None:
-                if not run.finished:
-                    raise GatewayError("invalid_request", "The response is still running; cancel it first.")
                 self.runs.drop(parts[0])
-                if run.status not in _STORED_STATUSES:
-                    return deleted
+            if status is not None and status not in _STORED_STATUSES:  # failed or cancelled: not a turn
+                await store.delete_run(owner, parts[0])
+                return deleted
             if not await store.delete_response(owner, parts[0], now):
                 raise _not_found("Response", parts[0])
             self.hot.drop(parts[0])
@@ -540,11 +616,21 @@ class StoredResponses:
         if run is not None:
             if run.status in FINISHED and run.status != "cancelled":
                 raise GatewayError("invalid_request", f"Cannot cancel a response that is already {run.status}.")
-            return self.runs.cancel(run)
+            run.cancel()
+            return run.snapshot()
         record = await store.get_response(owner, response_id, now)
-        if record is None or record.deleted:
-            raise _not_found("Response", response_id)
-        response = orjson.loads(record.response)
+        if record is not None and not record.deleted:
+            response = orjson.loads(record.response)
+        else:
+            elsewhere = await self._stored_run(store, owner, response_id, now)
+            if elsewhere is None:
+                raise _not_found("Response", response_id)
+            response = elsewhere
+            if response.get("status") not in FINISHED:  # its process cancels it at its next heartbeat
+                await store.request_cancel(owner, response_id, now)
+                return orjson.dumps({**response, "status": "cancelled"})
+            if response.get("status") == "cancelled":
+                return orjson.dumps(response)
         if response.get("background"):
             raise GatewayError("invalid_request", f"Cannot cancel a response that is already {response.get('status')}.")
         raise GatewayError("invalid_request", "Only a response made with background: true can be cancelled.")
@@ -570,13 +656,13 @@ class StoredResponses:
         run = self.runs.get(response_id, owner)
         if run is None:
             record = await store.get_response(owner, response_id, now)
-            if record is None or record.deleted:
+            if (record is None or record.deleted) and await self._stored_run(store, owner, response_id, now) is None:
                 raise _not_found("Response", response_id)
         if run is None or not run.stream:
             raise GatewayError(
                 "invalid_request",
-                "Only a background response made with stream: true can be streamed again (its events are kept "
-                f"{self.settings.background_retention:g} s after it ends).",
+                "Only a background response made with stream: true can be streamed again, from the gateway "
+                f"process that runs it (its events are kept {self.settings.background_retention:g} s after it ends).",
             )
         await run.follow(send, receive, after, self.settings.keepalive_interval, [])
 

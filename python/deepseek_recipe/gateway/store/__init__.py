@@ -69,6 +69,20 @@ class ItemRecord:
     item: bytes
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """A background response as the process running it last wrote it (the response object
+    while it runs, or as it failed or was cancelled), whether another process asked for it to
+    be cancelled, and when its process last said it still runs (``heartbeat``, seconds)."""
+
+    id: str
+    owner: str
+    response: bytes
+    heartbeat: int
+    expires_at: int
+    cancel_requested: bool = False
+
+
 @dataclass
 class TurnWrite:
     """What one completed turn writes, in one transaction."""
@@ -149,7 +163,30 @@ class Store(ABC):
 
     @abstractmethod
     async def cleanup(self, now: int, limit: int) -> int:
-        """Delete up to ``limit`` expired threads with everything in them; the count deleted."""
+        """Delete up to ``limit`` expired threads with everything in them, and up to ``limit``
+        expired background runs; the count deleted."""
+
+    # -- background responses (``background.py``) --------------------------------------------
+
+    @abstractmethod
+    async def put_run(self, record: RunRecord) -> None:
+        """Write a background run (a cancel asked for before stays asked for)."""
+
+    @abstractmethod
+    async def get_run(self, owner: str, response_id: str, now: int) -> RunRecord | None:
+        """The run, unless expired or another owner's."""
+
+    @abstractmethod
+    async def request_cancel(self, owner: str, response_id: str, now: int) -> bool:
+        """Ask the process running it to cancel it; whether there was such a run."""
+
+    @abstractmethod
+    async def beat(self, response_ids: list[str], now: int) -> list[str]:
+        """The running process's heartbeat for these runs; those a cancel was asked for."""
+
+    @abstractmethod
+    async def delete_run(self, owner: str, response_id: str) -> bool:
+        """Forget the run; whether there was one."""
 
 
 def default_store_dir() -> Path:

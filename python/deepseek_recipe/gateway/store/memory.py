@@ -9,6 +9,7 @@ from deepseek_recipe.gateway.store import (
     ConversationRecord,
     ItemRecord,
     ResponseRecord,
+    RunRecord,
     Store,
     StoreNotFound,
     TurnWrite,
@@ -29,6 +30,7 @@ class MemoryStore(Store):
         self.threads: dict[str, tuple[str, int | None]] = {}
         self.responses: dict[str, ResponseRecord] = {}
         self.conversations: dict[str, _Conversation] = {}
+        self.runs: dict[str, RunRecord] = {}
 
     def _live(self, thread: str, now: int) -> bool:
         found = self.threads.get(thread)
@@ -159,4 +161,39 @@ class MemoryStore(Store):
             self.conversations.pop(thread, None)
             for response_id in [r.id for r in self.responses.values() if r.thread_id == thread]:
                 del self.responses[response_id]
-        return len(expired)
+        runs = [r.id for r in self.runs.values() if r.expires_at <= now][:limit]
+        for response_id in runs:
+            del self.runs[response_id]
+        return len(expired) + len(runs)
+
+    async def put_run(self, record: RunRecord) -> None:
+        old = self.runs.get(record.id)
+        asked = old is not None and old.cancel_requested
+        self.runs[record.id] = dataclasses.replace(record, cancel_requested=asked or record.cancel_requested)
+
+    async def get_run(self, owner: str, response_id: str, now: int) -> RunRecord | None:
+        run = self.runs.get(response_id)
+        return run if run is not None and run.owner == owner and run.expires_at > now else None
+
+    async def request_cancel(self, owner: str, response_id: str, now: int) -> bool:
+        run = await self.get_run(owner, response_id, now)
+        if run is not None:
+            self.runs[response_id] = dataclasses.replace(run, cancel_requested=True)
+        return run is not None
+
+    async def beat(self, response_ids: list[str], now: int) -> list[str]:
+        asked = []
+        for response_id in response_ids:
+            run = self.runs.get(response_id)
+            if run is not None:
+                self.runs[response_id] = dataclasses.replace(run, heartbeat=now)
+                if run.cancel_requested:
+                    asked.append(response_id)
+        return asked
+
+    async def delete_run(self, owner: str, response_id: str) -> bool:
+        run = self.runs.get(response_id)
+        if run is None or run.owner != owner:
+            return False
+        del self.runs[response_id]
+        return True

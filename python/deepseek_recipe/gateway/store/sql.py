@@ -23,6 +23,7 @@ from deepseek_recipe.gateway.store import (
     ConversationRecord,
     ItemRecord,
     ResponseRecord,
+    RunRecord,
     Store,
     StoreNotFound,
     StoreUnavailable,
@@ -79,6 +80,20 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE UNIQUE INDEX conversation_items_id ON conversation_items (conversation_id, id)",
         ],
     ),
+    (
+        2,
+        [
+            """CREATE TABLE background_runs (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                response {blob} NOT NULL,
+                heartbeat BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                cancel_requested INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX background_runs_expiry ON background_runs (expires_at)",
+        ],
+    ),
 ]
 
 _LIVE = "(t.expires_at IS NULL OR t.expires_at > :now)"
@@ -118,6 +133,11 @@ _GET_CONVERSATION = f"""
     SELECT c.id, c.owner, c.created_at, c.metadata, c.version, c.last_response_id
     FROM conversations c JOIN threads t ON t.id = c.id
     WHERE c.id = :id AND c.owner = :owner AND {_LIVE}"""
+_PUT_RUN = """
+    INSERT INTO background_runs (id, owner, response, heartbeat, expires_at, cancel_requested)
+    VALUES (:id, :owner, :response, :heartbeat, :expires_at, :asked)
+    ON CONFLICT (id) DO UPDATE SET response = excluded.response, heartbeat = excluded.heartbeat,
+        expires_at = excluded.expires_at"""
 _RESERVE_SEQ = """
     UPDATE conversations SET next_seq = next_seq + :count, version = version + 1
     WHERE id = :id AND owner = :owner RETURNING next_seq - :count"""
@@ -389,7 +409,78 @@ class SqlStore(Store):
                 self._execute(cursor, "DELETE FROM conversation_items WHERE conversation_id = :id", ids)
                 self._execute(cursor, "DELETE FROM conversations WHERE id = :id", ids)
                 self._execute(cursor, "DELETE FROM threads WHERE id = :id", ids)
-            return len(rows)
+            runs = self._execute(
+                cursor,
+                "DELETE FROM background_runs WHERE id IN "
+                "(SELECT id FROM background_runs WHERE expires_at <= :now LIMIT :n)",
+                {"now": now, "n": limit},
+            ).rowcount
+            return len(rows) + max(int(runs), 0)
+
+        return await self._run(work)
+
+    # -- background responses ---------------------------------------------------------------
+
+    async def put_run(self, record: RunRecord) -> None:
+        params = {
+            "id": record.id,
+            "owner": record.owner,
+            "response": record.response,
+            "heartbeat": record.heartbeat,
+            "expires_at": record.expires_at,
+            "asked": int(record.cancel_requested),
+        }
+        await self._run(lambda cursor: self._execute(cursor, _PUT_RUN, params))
+
+    async def get_run(self, owner: str, response_id: str, now: int) -> RunRecord | None:
+        def work(cursor: Any) -> RunRecord | None:
+            row = self._execute(
+                cursor,
+                "SELECT id, owner, response, heartbeat, expires_at, cancel_requested FROM background_runs "
+                "WHERE id = :id AND owner = :owner AND expires_at > :now",
+                {"id": response_id, "owner": owner, "now": now},
+            ).fetchone()
+            if row is None:
+                return None
+            return RunRecord(row[0], row[1], bytes(row[2]), int(row[3]), int(row[4]), bool(row[5]))
+
+        return await self._run(work, write=False)
+
+    async def request_cancel(self, owner: str, response_id: str, now: int) -> bool:
+        def work(cursor: Any) -> bool:
+            updated = self._execute(
+                cursor,
+                "UPDATE background_runs SET cancel_requested = 1 "
+                "WHERE id = :id AND owner = :owner AND expires_at > :now",
+                {"id": response_id, "owner": owner, "now": now},
+            )
+            return bool(updated.rowcount > 0)
+
+        return await self._run(work)
+
+    async def beat(self, response_ids: list[str], now: int) -> list[str]:
+        def work(cursor: Any) -> list[str]:
+            asked = []
+            for response_id in response_ids:
+                row = self._execute(
+                    cursor,
+                    "UPDATE background_runs SET heartbeat = :now WHERE id = :id RETURNING cancel_requested",
+                    {"id": response_id, "now": now},
+                ).fetchone()
+                if row is not None and row[0]:
+                    asked.append(response_id)
+            return asked
+
+        return await self._run(work)
+
+    async def delete_run(self, owner: str, response_id: str) -> bool:
+        def work(cursor: Any) -> bool:
+            deleted = self._execute(
+                cursor,
+                "DELETE FROM background_runs WHERE id = :id AND owner = :owner",
+                {"id": response_id, "owner": owner},
+            )
+            return bool(deleted.rowcount > 0)
 
         return await self._run(work)
 
