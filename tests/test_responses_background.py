@@ -28,7 +28,7 @@ from deepseek_recipe.gateway.store import RunRecord, open_store
 from deepseek_recipe.gateway.stored import owner_of
 from tests import ports
 from tests.gateway_support import RecordingDemo, ServerThread, closed_after_test, parse_sse, serving, settle
-from tests.test_stored_responses import KEYS, MODEL, make_store
+from tests.test_stored_responses import KEYS, MODEL, make_store, serving_on_store
 
 RESPONSE = TypeAdapter(Response)
 EVENT = TypeAdapter(ResponseStreamEvent)
@@ -61,10 +61,7 @@ def gateway(
     request: pytest.FixtureRequest, frontend: Frontend, tmp_path: Path
 ) -> Iterator[tuple[ServerThread, HeldDemo]]:
     engine = HeldDemo(frontend.tokenizer)
-    settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
-    gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
-    gateway.stored.store = make_store(request.param, tmp_path, request)
-    with serving(gateway) as running:
+    with serving_on_store(engine, frontend, tmp_path, request) as running:
         yield running, engine
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,15 +55,25 @@ def make_store(kind: str, directory: Path, request: pytest.FixtureRequest) -> St
     return store
 
 
+@contextmanager
+def serving_on_store(
+    engine: RecordingDemo, frontend: Frontend, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[ServerThread]:
+    """A gateway in front of ``engine`` taking the test's keys, on the store ``request.param``
+    names."""
+    settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
+    gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
+    gateway.stored.store = make_store(request.param, tmp_path, request)
+    with serving(gateway) as running:
+        yield running
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def gateway(
     request: pytest.FixtureRequest, frontend: Frontend, tmp_path: Path
 ) -> Iterator[tuple[ServerThread, RecordingDemo]]:
     engine = RecordingDemo(frontend.tokenizer)
-    settings = GatewaySettings(log_requests=False, api_keys=KEYS)  # type: ignore[arg-type]
-    gateway = Gateway(settings=settings, frontend=frontend, backend=engine)
-    gateway.stored.store = make_store(request.param, tmp_path, request)
-    with serving(gateway) as running:
+    with serving_on_store(engine, frontend, tmp_path, request) as running:
         yield running, engine
 
 

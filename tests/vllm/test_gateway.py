@@ -246,7 +246,7 @@ def test_a_background_response_is_polled_to_its_end_and_a_cancel_aborts_vllm(
     and vLLM falls idle far short of its max_output_tokens: the cancel aborted its request."""
     body = body_for("responses", "Answer in the background.")
     text = "Done in the background."
-    script_reply(scripts, frontend, "responses", body, text)
+    script_reply(scripts, frontend, "responses", body, f"Thinking.</think>{text}")
     started = httpx.post(gateway.url + PATHS["responses"], json={**body, "background": True}, timeout=300)
     assert started.status_code == 200, started.text
     queued = check_response("responses", started.content)
@@ -254,7 +254,7 @@ def test_a_background_response_is_polled_to_its_end_and_a_cancel_aborts_vllm(
     url = f"{gateway.url}/v1/responses/{queued['id']}"
     assert settle(lambda: httpx.get(url, timeout=30).json()["status"] == "completed", timeout=300)
     done = check_response("responses", httpx.get(url, timeout=30).content)
-    assert reply_text("responses", done)[1] == text
+    assert reply_text("responses", done) == ("Thinking.", text)
 
     assert settle(plugin_vllm.idle, timeout=120)
     start = plugin_vllm.generated_tokens()

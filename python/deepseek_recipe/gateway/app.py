@@ -66,6 +66,7 @@ from deepseek_recipe.gateway.asgi import (
     Receive,
     Scope,
     Send,
+    disconnected,
     header,
     json_content,
     request_id,
@@ -599,7 +600,7 @@ async def _off_loop(receive: Receive, pool: Executor, call: Callable[..., T], *a
 
     job = pool.submit(contextvars.copy_context().run, work)
     running = asyncio.wrap_future(job)
-    watch = asyncio.get_running_loop().create_task(_disconnect(receive))
+    watch = asyncio.get_running_loop().create_task(disconnected(receive))
     try:
         await asyncio.wait((running, watch), return_when=asyncio.FIRST_COMPLETED)
         if not running.done():  # the client left
@@ -619,12 +620,6 @@ async def _off_loop(receive: Receive, pool: Executor, call: Callable[..., T], *a
         watch.cancel()
         if watch.done() and not watch.cancelled():
             watch.exception()  # a receive that failed: the client is gone either way
-
-
-async def _disconnect(receive: Receive) -> None:
-    """Until the client is gone."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _allowed_hosts(settings: GatewaySettings) -> frozenset[str] | None:

@@ -17,6 +17,12 @@ class ClientGone(Exception):
     """The client disconnected; nothing more can be sent."""
 
 
+async def disconnected(receive: Receive) -> None:
+    """Until the client is gone (what else it sends is dropped)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 def header(scope: Scope, name: bytes) -> bytes | None:
     for key, value in scope.get("headers", ()):
         if key == name:

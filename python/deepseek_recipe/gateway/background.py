@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from deepseek_recipe.frontend import PreparedRequest, new_response_id
-from deepseek_recipe.gateway.asgi import Message, Receive, Send
+from deepseek_recipe.gateway.asgi import Message, Receive, Send, disconnected
 from deepseek_recipe.gateway.errors import GatewayError, public_message
 from deepseek_recipe.gateway.exchange import KEEPALIVE, SSE_HEADERS, Exchange
 
@@ -177,7 +177,7 @@ class Run:
         ``receive``), then its new ones as they come (a keep-alive comment every ``keepalive``
         seconds without one), until it ends or the client leaves (the run goes on)."""
         await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *headers]})
-        gone = asyncio.ensure_future(_disconnected(receive))
+        gone = asyncio.ensure_future(disconnected(receive))
         try:
             sent = max(after + 1, 0)
             while True:
@@ -201,11 +201,6 @@ class Run:
             gone.cancel()
             if gone.done() and not gone.cancelled():
                 gone.exception()  # a receive that failed: the client is gone either way
-
-
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 class Runs:

@@ -578,10 +578,12 @@ class StoredResponses:
         if len(parts) == 1 and method == "GET":
             if run is not None and run.status not in _STORED_STATUSES:  # not a stored turn
                 return run.snapshot()
+            # The run's copy first: it goes only once the turn is stored, so between the two
+            # reads a response that completes is seen in one or the other.
+            elsewhere = await self._stored_run(store, owner, parts[0], now)
             record = await store.get_response(owner, parts[0], now)
             if record is not None and not record.deleted:
                 return record.response
-            elsewhere = await self._stored_run(store, owner, parts[0], now)
             if elsewhere is None:
                 raise _not_found("Response", parts[0])
             return orjson.dumps(elsewhere)
@@ -618,11 +620,11 @@ class StoredResponses:
                 raise GatewayError("invalid_request", f"Cannot cancel a response that is already {run.status}.")
             run.cancel()
             return run.snapshot()
+        elsewhere = await self._stored_run(store, owner, response_id, now)  # first: as for GET
         record = await store.get_response(owner, response_id, now)
         if record is not None and not record.deleted:
             response = orjson.loads(record.response)
         else:
-            elsewhere = await self._stored_run(store, owner, response_id, now)
             if elsewhere is None:
                 raise _not_found("Response", response_id)
             response = elsewhere
@@ -655,8 +657,9 @@ class StoredResponses:
             raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.") from None
         run = self.runs.get(response_id, owner)
         if run is None:
+            elsewhere = await self._stored_run(store, owner, response_id, now)  # first: as for GET
             record = await store.get_response(owner, response_id, now)
-            if (record is None or record.deleted) and await self._stored_run(store, owner, response_id, now) is None:
+            if (record is None or record.deleted) and elsewhere is None:
                 raise _not_found("Response", response_id)
         if run is None or not run.stream:
             raise GatewayError(
