@@ -238,36 +238,53 @@ def test_background_needs_a_store_and_so_does_continuing(frontend: Frontend) -> 
         )
 
 
-def test_finished_runs_are_kept_for_their_retention_within_the_budget() -> None:
+def test_runs_keep_their_events_within_the_budget_and_finished_ones_for_their_retention() -> None:
     from deepseek_recipe.gateway.background import Run, Runs
 
+    frame = b'event: response.output_text.delta\ndata: {"delta":"' + b"x" * 900 + b'"}\n\n'
+
     async def scenario() -> None:
-        def finished_run(name: str) -> Run:
+        def run_named(name: str) -> Run:
             return Run(name, "owner", 0, {"id": name, "status": "queued"}, stream=True)
 
+        async def write(run: Run) -> None:
+            await run.send({"type": "http.response.body", "body": frame, "more_body": True})
+
+        # About 1.3 kB each against 3 kB: a run that ended goes, oldest first, to make room.
         runs = Runs(retention=60, budget=3_000)
         made = []
         for k in range(3):
-            run = finished_run(f"resp_{k}")
+            run = run_named(f"resp_{k}")
             runs.add(run)
-            frame = b'event: response.output_text.delta\ndata: {"delta":"' + b"x" * 900 + b'"}\n\n'
-            await run.send({"type": "http.response.body", "body": frame, "more_body": True})
+            await write(run)
             assert runs.get(run.id, "owner") is run and runs.get(run.id, "another") is None
-            made.append(run)
-        for run in made:
+            assert not run.events_lost and len(run.frames) == 2  # the queued response.created, then this
             run.end()
             runs.ended(run)
             assert run.status == "failed"  # it never completed
-        # About 1.2 kB each against 3 kB: the oldest went first.
+            made.append(run)
         assert [runs.get(run.id, "owner") is not None for run in made] == [False, True, True]
+        # Running runs are never dropped: one that would go over keeps no events (and is not
+        # followed again), and gives back what it held; the others keep theirs.
+        tight = Runs(retention=60, budget=1_500)
+        first, second = run_named("resp_a"), run_named("resp_b")
+        tight.add(first)
+        await write(first)
+        tight.add(second)
+        await write(second)
+        assert not first.events_lost and len(first.frames) == 2
+        assert second.events_lost and second.frames == [] and tight.get("resp_b", "owner") is second
+        assert tight._bytes == first.size + second.size
+        # Finished runs go after their retention.
         short = Runs(retention=0.05, budget=1 << 20)
-        run = finished_run("resp_short")
+        run = run_named("resp_short")
         short.add(run)
         run.end()
         short.ended(run)
         assert short.get("resp_short", "owner") is run
         await asyncio.sleep(0.1)
         assert short.get("resp_short", "owner") is None
+        assert short._bytes == 0
 
     asyncio.run(scenario())
 
@@ -431,3 +448,19 @@ def test_a_sqlite_store_of_the_first_schema_is_migrated(tmp_path: Path, monkeypa
     run = RunRecord("resp_a", "me", b"{}", 0, 10)
     asyncio.run(open_and(lambda store: store.put_run(run)))
     assert asyncio.run(open_and(lambda store: store.get_run("me", "resp_a", 0))) == run
+
+
+def test_a_stream_over_the_budget_ends_early_and_is_polled_instead(frontend: Frontend) -> None:
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, store="memory", background_bytes=4_000)
+    with serving(Gateway(settings=settings, frontend=frontend, backend=engine)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        release(server, engine)
+        with oai.responses.create(model=MODEL, input="Tell me a story.", background=True, stream=True) as events:
+            seen = list(events)
+        assert seen and seen[-1].type != "response.completed"  # cut short: its events were not kept
+        response_id = seen[0].response.id  # type: ignore[union-attr]
+        assert poll(oai, response_id).status == "completed"
+        with pytest.raises(openai.BadRequestError) as caught:
+            list(oai.responses.retrieve(response_id, stream=True))
+        assert "not kept" in caught.value.message

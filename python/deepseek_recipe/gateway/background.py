@@ -58,6 +58,10 @@ class Run:
         self.on_change: Callable[[Run], None] | None = None
         #: Serialises the writes of the store's copy (each writes the run as it then stands).
         self.writing = asyncio.Lock()
+        #: Told how many bytes the run grew by; answers whether that fits (:class:`Runs`).
+        self.resized: Callable[[int], bool] = lambda _: True
+        #: Its events outgrew the process's budget: they are not kept (nor followed again).
+        self.events_lost = False
         self.frames: list[bytes] = []
         self._frames_bytes = 0
         self._response_bytes = len(orjson.dumps(queued))
@@ -124,13 +128,17 @@ class Run:
             return  # the exchange's own (number 0, in_progress): the queued one went first
         if name in _CARRY_RESPONSE:
             self._set(orjson.loads(data)["response"])
+            self.resized(len(data) - self._response_bytes)
             self._response_bytes = len(data)
         elif name == b"error":
             error = orjson.loads(data)
             self._set_failed(str(error.get("code")), str(error.get("message") or ""))
-        if self.stream:
+        if self.stream and not self.events_lost:
             self.frames.append(frame)
             self._frames_bytes += len(frame)
+            if not self.resized(len(frame)):  # over the budget: the events go, the run goes on
+                self.resized(-self._frames_bytes)
+                self.frames, self._frames_bytes, self.events_lost = [], 0, True
 
     def _set_failed(self, code: str, message: str) -> None:
         # A response's error code is one of the API's few (the gateway's own codes are not).
@@ -180,7 +188,7 @@ class Run:
         gone = asyncio.ensure_future(disconnected(receive))
         try:
             sent = max(after + 1, 0)
-            while True:
+            while not self.events_lost:  # (else the stream ends: the response is to be polled)
                 ready = self.frames[sent:]
                 if ready:
                     sent += len(ready)
@@ -205,26 +213,32 @@ class Run:
 
 class Runs:
     """A process's background responses (see the module doc): running ones until they end,
-    then, in the order they ended, for ``retention`` seconds within ``budget`` bytes."""
+    then, in the order they ended, for ``retention`` seconds. All of them keep at most
+    ``budget`` bytes: finished ones go first, oldest first; a running one that would still go
+    over keeps no events."""
 
     def __init__(self, retention: float, budget: int) -> None:
         self.retention = retention
         self.budget = budget
         self._running: dict[str, Run] = {}
         self._finished: OrderedDict[str, Run] = OrderedDict()
-        self._finished_bytes = 0
+        self._bytes = 0
 
     def add(self, run: Run) -> None:
         self._running[run.id] = run
+        run.resized = self._resized
+        self._resized(run.size)
+
+    def _resized(self, delta: int) -> bool:
+        self._bytes += delta
+        while self._bytes > self.budget and self._finished:
+            self._forget(next(iter(self._finished)))
+        return self._bytes <= self.budget
 
     def ended(self, run: Run) -> None:
-        """``run`` ended: kept as finished, the oldest out beyond the budget."""
-        if self._running.pop(run.id, None) is None:
-            return
-        self._finished[run.id] = run
-        self._finished_bytes += run.size
-        while self._finished_bytes > self.budget and self._finished:
-            self._forget(next(iter(self._finished)))
+        """``run`` ended: kept as finished (for ``retention`` seconds)."""
+        if self._running.pop(run.id, None) is not None:
+            self._finished[run.id] = run
 
     def get(self, response_id: str, owner: str) -> Run | None:
         """The run of ``response_id`` if this process has it and ``owner`` made it."""
@@ -243,7 +257,7 @@ class Runs:
             self._forget(response_id)
 
     def _forget(self, response_id: str) -> None:
-        self._finished_bytes -= self._finished.pop(response_id).size
+        self._bytes -= self._finished.pop(response_id).size
 
     def running(self) -> list[Run]:
         return list(self._running.values())

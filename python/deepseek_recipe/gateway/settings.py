@@ -206,7 +206,8 @@ class GatewaySettings(BaseSettings):
     background_bytes: int = Field(
         default=64 * 1024 * 1024,
         ge=0,
-        description="bytes of finished background responses' events each process keeps (oldest out)",
+        description="bytes of background responses' events each process keeps: finished ones go first, "
+        "oldest first; a running one that would still go over keeps none (it is then only polled)",
     )
 
     # -- V4.1 images --

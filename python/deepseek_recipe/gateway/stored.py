@@ -661,6 +661,12 @@ class StoredResponses:
             record = await store.get_response(owner, response_id, now)
             if (record is None or record.deleted) and elsewhere is None:
                 raise _not_found("Response", response_id)
+        if run is not None and run.events_lost:
+            raise GatewayError(
+                "invalid_request",
+                f"The events of this response were not kept (over background_bytes, {self.settings.background_bytes} "
+                "bytes in this process); poll it instead.",
+            )
         if run is None or not run.stream:
             raise GatewayError(
                 "invalid_request",
