@@ -464,3 +464,21 @@ def test_a_stream_over_the_budget_ends_early_and_is_polled_instead(frontend: Fro
         with pytest.raises(openai.BadRequestError) as caught:
             list(oai.responses.retrieve(response_id, stream=True))
         assert "not kept" in caught.value.message
+
+
+def test_a_gateway_that_stops_fails_its_running_background_responses_in_the_store(
+    frontend: Frontend, tmp_path: Path
+) -> None:
+    url = f"sqlite://{tmp_path / 'store.sqlite3'}"
+    engine = HeldDemo(frontend.tokenizer)
+    settings = GatewaySettings(log_requests=False, store=url)
+    with serving(Gateway(settings=settings, frontend=frontend, backend=engine)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        started = oai.responses.create(model=MODEL, input="Hello", background=True)
+        assert settle(lambda: engine.in_flight == 1)
+    # Stopped (its lifespan's shutdown): the run was ended, and its last state written first.
+    with serving(Gateway(settings=settings, frontend=frontend)) as server:
+        oai = closed_after_test(openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0))
+        failed = oai.responses.retrieve(started.id)
+        assert failed.status == "failed" and failed.error is not None
+        assert "shutting down" in failed.error.message

@@ -224,6 +224,10 @@ class StoredResponses:
         return self.store
 
     async def close(self) -> None:
+        """Close the store, once the writes of background runs' last states are done (for a
+        few seconds at most)."""
+        if self._writes:
+            await asyncio.wait(self._writes, timeout=5)
         if self.store is not None and self._opened:
             await self.store.close()
             self._opened = False
