@@ -482,3 +482,19 @@ def test_a_gateway_that_stops_fails_its_running_background_responses_in_the_stor
         failed = oai.responses.retrieve(started.id)
         assert failed.status == "failed" and failed.error is not None
         assert "shutting down" in failed.error.message
+
+
+def test_a_background_response_in_a_conversation_adds_its_items_when_it_completes(
+    gateway: tuple[ServerThread, HeldDemo],
+) -> None:
+    server, engine = gateway
+    oai = client(server)
+    conversation = oai.conversations.create()
+    started = oai.responses.create(model=MODEL, input="Hello there.", conversation=conversation.id, background=True)
+    assert settle(lambda: engine.in_flight == 1)
+    assert list(oai.conversations.items.list(conversation.id)) == []  # nothing until it completes
+    release(server, engine)
+    done = poll(oai, started.id)
+    assert done.status == "completed" and done.conversation is not None and done.conversation.id == conversation.id
+    items = list(oai.conversations.items.list(conversation.id, order="asc"))
+    assert [item.type for item in items] == ["message"] + [item.type for item in done.output]
