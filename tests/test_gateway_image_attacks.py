@@ -205,18 +205,23 @@ def test_a_redirect_to_another_scheme_is_a_400_and_counted_as_one(
 ) -> None:
     _, server = gateway_server
     images.routes["/moved.png"] = lambda h: send(h, 302, b"", headers={"Location": target})
-    for protocol, template in ESCAPED.items():
+    caplog.set_level("INFO", logger="deepseek_recipe.gateway")
+
+    def log_lines() -> list[Any]:
+        return [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
+
+    for count, (protocol, template) in enumerate(ESCAPED.items(), start=1):
         body = (template % (MODEL, images.url("/moved.png"))).encode()
-        with caplog.at_level("INFO", logger="deepseek_recipe.gateway"):
-            response = httpx.post(server.url + PATHS[protocol], content=body, headers=JSON, timeout=30)
+        response = httpx.post(server.url + PATHS[protocol], content=body, headers=JSON, timeout=30)
         assert response.status_code == 400, response.text
         data = response.json()
         message = data["error"]["message"]
         assert message.endswith(f"Failed to download image from {images.url('/moved.png')}")
         if protocol == "messages":
             assert data["type"] == "error" and data["error"]["type"] == "invalid_request_error"
-        lines = [json.loads(r.getMessage()) for r in caplog.records if r.getMessage().startswith("{")]
-        assert lines[-1]["status"] == 400
+        # The request's log line is written once its answer has gone: wait for it.
+        assert settle(lambda: len(log_lines()) >= count)
+        assert log_lines()[-1]["status"] == 400
     metrics = httpx.get(server.url + "/metrics").text
     for protocol in PATHS:
         assert f'deepseek_recipe:requests_total{{protocol="{protocol}",status="400"}} 1.0' in metrics
