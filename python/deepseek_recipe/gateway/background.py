@@ -12,7 +12,8 @@ it runs, and of one that failed or was cancelled (``StoredResponses.start_run``)
 process answers for it and can ask for its cancel; each process beats for its running runs
 every :data:`HEARTBEAT` seconds and cancels those another asked to. Each process keeps its
 runs in memory (:class:`Runs`): running ones until they end, finished ones (for their events)
-``background_retention`` seconds, the oldest first out beyond ``background_bytes``.
+``background_retention`` seconds; all their events take at most ``background_bytes`` (finished
+runs go first, oldest first; a running one that would still go over keeps none).
 """
 
 from __future__ import annotations
