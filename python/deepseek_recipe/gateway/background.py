@@ -118,7 +118,7 @@ class Run:
 
     async def receive(self) -> Message:
         """The exchange's ``receive``: nobody disconnects from a background response (it is
-        cancelled through :meth:`Runs.cancel`)."""
+        cancelled through :meth:`Run.cancel`)."""
         await asyncio.get_running_loop().create_future()  # never done
         raise AssertionError("unreachable")
 

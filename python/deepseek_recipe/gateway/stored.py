@@ -305,6 +305,16 @@ class StoredResponses:
                 if run.id in asked:
                     run.cancel()
 
+    async def _find(
+        self, store: Store, owner: str, response_id: str, now: int
+    ) -> tuple[bytes | None, dict[str, Any] | None]:
+        """The response as a stored turn (its JSON), and as another process's background run
+        (:meth:`_stored_run`). The run's copy is read first: it goes only once the turn is
+        stored, so a response that completes between the two reads is seen in one or the other."""
+        elsewhere = await self._stored_run(store, owner, response_id, now)
+        record = await store.get_response(owner, response_id, now)
+        return (record.response if record is not None and not record.deleted else None), elsewhere
+
     async def _stored_run(self, store: Store, owner: str, response_id: str, now: int) -> dict[str, Any] | None:
         """A background response another process runs (or ran, and it failed or was
         cancelled), as the store has it; one whose process stopped beating is failed."""
@@ -582,12 +592,9 @@ class StoredResponses:
         if len(parts) == 1 and method == "GET":
             if run is not None and run.status not in _STORED_STATUSES:  # not a stored turn
                 return run.snapshot()
-            # The run's copy first: it goes only once the turn is stored, so between the two
-            # reads a response that completes is seen in one or the other.
-            elsewhere = await self._stored_run(store, owner, parts[0], now)
-            record = await store.get_response(owner, parts[0], now)
-            if record is not None and not record.deleted:
-                return record.response
+            turn, elsewhere = await self._find(store, owner, parts[0], now)
+            if turn is not None:
+                return turn
             if elsewhere is None:
                 raise _not_found("Response", parts[0])
             return orjson.dumps(elsewhere)
@@ -624,10 +631,9 @@ class StoredResponses:
                 raise GatewayError("invalid_request", f"Cannot cancel a response that is already {run.status}.")
             run.cancel()
             return run.snapshot()
-        elsewhere = await self._stored_run(store, owner, response_id, now)  # first: as for GET
-        record = await store.get_response(owner, response_id, now)
-        if record is not None and not record.deleted:
-            response = orjson.loads(record.response)
+        turn, elsewhere = await self._find(store, owner, response_id, now)
+        if turn is not None:
+            response = orjson.loads(turn)
         else:
             if elsewhere is None:
                 raise _not_found("Response", response_id)
@@ -660,11 +666,8 @@ class StoredResponses:
         except ValueError:
             raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.") from None
         run = self.runs.get(response_id, owner)
-        if run is None:
-            elsewhere = await self._stored_run(store, owner, response_id, now)  # first: as for GET
-            record = await store.get_response(owner, response_id, now)
-            if (record is None or record.deleted) and elsewhere is None:
-                raise _not_found("Response", response_id)
+        if run is None and await self._find(store, owner, response_id, now) == (None, None):
+            raise _not_found("Response", response_id)
         if run is not None and run.events_lost:
             raise GatewayError(
                 "invalid_request",
