@@ -372,12 +372,26 @@ def test_another_process_polls_and_cancels_a_background_response(
     there.responses.delete(started.id)
     with pytest.raises(openai.NotFoundError):
         there.responses.retrieve(started.id)
+    with pytest.raises(openai.NotFoundError):  # the process that ran it forgets it too
+        here.responses.retrieve(started.id)
+    with pytest.raises(openai.NotFoundError):
+        here.responses.cancel(started.id)
     # One that completes is a stored turn for both, continued through the other.
     release(first, engine)
     done = here.responses.create(model=MODEL, input="Quick.", background=True)
     assert poll(there, done.id).status == "completed"
     follow = there.responses.create(model=MODEL, input="More.", previous_response_id=done.id)
     assert follow.status == "completed"
+    there.responses.delete(done.id)
+    with pytest.raises(openai.NotFoundError):  # not "already completed": it is gone
+        here.responses.cancel(done.id)
+    # A streamed one deleted through the other process is not followed again where it ran.
+    with here.responses.create(model=MODEL, input="Stream it.", background=True, stream=True) as events:
+        streamed = [event.response.id for event in events if event.type == "response.completed"]
+    assert list(here.responses.retrieve(streamed[0], stream=True))  # kept: followed again
+    there.responses.delete(streamed[0])
+    with pytest.raises(openai.NotFoundError):
+        list(here.responses.retrieve(streamed[0], stream=True))
 
 
 def test_a_background_response_whose_process_stopped_is_failed(frontend: Frontend) -> None:

@@ -315,6 +315,23 @@ class StoredResponses:
         record = await store.get_response(owner, response_id, now)
         return (record.response if record is not None and not record.deleted else None), elsewhere
 
+    async def _local_run(self, store: Store, owner: str, response_id: str, now: int) -> Run | None:
+        """The background run of ``response_id`` this process keeps, if ``owner`` made it. One
+        that is over is checked against the store first: deleted through another process, it
+        is forgotten here too (its memory would answer for it until its retention ends)."""
+        run = self.runs.get(response_id, owner)
+        if run is None or not run.finished:
+            return run
+        if run.status in _STORED_STATUSES:
+            record = await store.get_response(owner, response_id, now)
+            kept = record is not None and not record.deleted
+        else:
+            kept = await store.get_run(owner, response_id, now) is not None
+        if not kept:
+            self.runs.drop(response_id)
+            return None
+        return run
+
     async def _stored_run(self, store: Store, owner: str, response_id: str, now: int) -> dict[str, Any] | None:
         """A background response another process runs (or ran, and it failed or was
         cancelled), as the store has it; one whose process stopped beating is failed."""
@@ -588,7 +605,7 @@ class StoredResponses:
     async def _responses_route(
         self, store: Store, owner: str, parts: list[str], method: str, query: dict[str, list[str]], now: int
     ) -> bytes:
-        run = self.runs.get(parts[0], owner) if parts else None
+        run = await self._local_run(store, owner, parts[0], now) if parts else None
         if len(parts) == 1 and method == "GET":
             if run is not None and run.status not in _STORED_STATUSES:  # not a stored turn
                 return run.snapshot()
@@ -665,7 +682,7 @@ class StoredResponses:
             after = int(raw)
         except ValueError:
             raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.") from None
-        run = self.runs.get(response_id, owner)
+        run = await self._local_run(store, owner, response_id, now)
         if run is None and await self._find(store, owner, response_id, now) == (None, None):
             raise _not_found("Response", response_id)
         if run is not None and run.events_lost:
