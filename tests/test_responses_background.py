@@ -200,6 +200,18 @@ def test_a_stream_left_is_followed_again_from_a_sequence_number(gateway: tuple[S
             list(oai.responses.retrieve(response, stream=True))
     with pytest.raises(openai.NotFoundError):
         list(client(server, KEYS[1]).responses.retrieve(response_id, stream=True))
+    # Past its last event: the stream ends with none; before the first: every event.
+    past = raw_get(server, f"/v1/responses/{response_id}?stream=true&starting_after=99999")
+    assert past.status_code == 200 and b"event:" not in past.content
+    before = raw_get(server, f"/v1/responses/{response_id}?stream=true&starting_after=-5")
+    assert before.content.count(b"event: ") == len(every)
+    # Anything but an integer is a 400 in OpenAI's shape that does not repeat it.
+    for bad in ("abc", "3_0", "%203", "%D9%A3", "1e3", "9" * 5000):
+        refused = raw_get(server, f"/v1/responses/{response_id}?stream=true&starting_after={bad}")
+        assert refused.status_code == 400, bad
+        error = refused.json()["error"]
+        assert error["type"] == "invalid_request_error" and "starting_after" in error["message"]
+        assert bad[:8] not in error["message"]
 
 
 def test_an_engine_failure_fails_the_response(frontend: Frontend, tmp_path: Path) -> None:

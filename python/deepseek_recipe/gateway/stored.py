@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import secrets
 import time
 import urllib.parse
@@ -70,6 +71,8 @@ INLINE_OUTPUT_BYTES = 64 * 1024
 MAX_ITEMS_PER_REQUEST = 20
 #: A background response ending so is written to the store (else only its run knows it).
 _STORED_STATUSES = frozenset({"completed", "incomplete"})
+#: A ``starting_after`` query value: an event's sequence number (or -1, before the first).
+_SEQUENCE_NUMBER = re.compile(r"-?[0-9]{1,18}")
 
 
 def owner_of(key: bytes | None) -> str:
@@ -678,10 +681,9 @@ class StoredResponses:
         with ``stream: true``, its events after sequence number ``N`` (all without it), then
         the new ones as they come."""
         raw = (query.get("starting_after") or ["-1"])[0]
-        try:
-            after = int(raw)
-        except ValueError:
-            raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.") from None
+        if _SEQUENCE_NUMBER.fullmatch(raw) is None:  # (int() would take " 3", "3_0" or "٣")
+            raise GatewayError("invalid_request", "Invalid 'starting_after': expected an integer.")
+        after = int(raw)
         run = await self._local_run(store, owner, response_id, now)
         if run is None and await self._find(store, owner, response_id, now) == (None, None):
             raise _not_found("Response", response_id)
