@@ -36,7 +36,9 @@ Both also go through a relay: the gateway's server (uvicorn with its protocol se
 engine connection with no work between them, sending the engine the request the bench made
 beforehand. What the relay adds is the floor under any gateway on this stack (receiving the
 body, sending the ids, passing the answer back); the gateway's added time minus the relay's is
-its own work.
+its own work. Where ``cc`` is found, the same relay written in C (``bench/relay_floor.c``: no
+interpreter, no ASGI server) runs beside it, the small requests and the Chat turns go through
+it too, and its added time is the floor under a gateway whose request path is compiled code.
 
 ``--slow`` measures the small requests on a slower machine: every process of the run pinned to
 one CPU while a busy loop holds the other (recorded as a section of its own).
@@ -53,6 +55,7 @@ import asyncio
 import datetime as dt
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -349,6 +352,19 @@ def relay_command(tmp: str, port: int, engine_port: int) -> list[str]:
     return [sys.executable, __file__, "--serve-relay", str(port), str(engine_port), "--script", RELAY_BODIES[0]]
 
 
+def c_relay_command(tmp: str, port: int, engine_port: int) -> list[str] | None:
+    """The command that serves ``bench/relay_floor.c`` (built with ``cc`` under ``tmp``) on
+    ``port``, reading the same engine requests as the relay (call after ``relay_command``);
+    ``None`` without a C compiler."""
+    compiler = shutil.which("cc")
+    if compiler is None:
+        return None
+    binary = Path(tmp) / "relay_floor"
+    source = Path(__file__).parent / "relay_floor.c"
+    subprocess.run([compiler, "-O2", "-pthread", "-o", str(binary), str(source)], check=True)
+    return [str(binary), str(port), str(engine_port), RELAY_BODIES[0]]
+
+
 async def throughput(
     port: int, path: str, body: bytes, concurrency: int, seconds: float, relay: str | None = None
 ) -> tuple[float, int]:
@@ -484,6 +500,8 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         "relay": (ports["relay"], "/v1/chat/completions", chat_body, relay_body("small", direct_body)),
         "gateway": (ports["gateway"], "/v1/chat/completions", chat_body, None),
     }
+    if "relay_c" in ports:
+        targets["relay_c"] = (ports["relay_c"], "/v1/chat/completions", chat_body, "small")
     if "litellm" in ports:
         targets["litellm"] = (ports["litellm"], "/v1/chat/completions", chat_body, None)
     n = 100 if args.quick else 400
@@ -503,7 +521,8 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
             "total_p50_ms": statistics.median(t.total * 1e3 for t in timings),
             "rps": rps,
             "failed": failed,
-            "cpu_ms": cpu / n * 1e3,
+            # (the C relay's threads end with their connections, before their CPU is read)
+            "cpu_ms": cpu / n * 1e3 if name != "relay_c" else None,
         }
     section = "small_slow" if args.slow else "small"
     report.figures[section] = rows
@@ -528,9 +547,10 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
     for name, row in rows.items():
         added = row["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
         vs = f"{row['rps'] / rows['litellm']['rps']:.2f}x" if "litellm" in rows else "n/a"
+        cpu = "n/a" if row["cpu_ms"] is None else f"{row['cpu_ms']:.3f}"
         report.add(
             f"| {name} | {row['ttfb_p50_ms']:.3f} | {row['ttfb_p99_ms']:.3f} | {row['total_p50_ms']:.3f} | "
-            f"{row['rps']:.0f} | {added:+.3f} | {vs} | {row['cpu_ms']:.3f} |"
+            f"{row['rps']:.0f} | {added:+.3f} | {vs} | {cpu} |"
         )
     report.add()
     report.add(
@@ -544,9 +564,13 @@ def small_phase(report: Report, args: argparse.Namespace, frontend: Any, ports: 
         report.add(f"Added TTFB p50 {added:.3f} ms; the relay adds {floor:.3f} ms of it.")
         return
     verdict = "met" if added <= 0.5 else "MISSED"
+    c_floor = ""
+    if "relay_c" in rows:
+        c_added = rows["relay_c"]["ttfb_p50_ms"] - rows["direct"]["ttfb_p50_ms"]
+        c_floor = f" (the relay in C, `bench/relay_floor.c`, {c_added:.3f} ms)"
     report.add(
         f"Target, added TTFB p50 at most 0.5 ms: {added:.3f} ms ({verdict}); the relay (the server and "
-        f"engine connection alone, no work) adds {floor:.3f} ms of it."
+        f"engine connection alone, no work) adds {floor:.3f} ms of it{c_floor}."
     )
     report.record["targets"]["ttfb"] = {"measured": f"{added:.3f} ms", "met": added <= 0.5}
     if "litellm" in rows:
@@ -623,12 +647,16 @@ def agent_phase(
                 cpu = cpu_seconds(ports["gateway"]) - before
         via, cold = timed["gateway"], timed["gateway_cold"]
         direct = median_direct(direct_body)
-        relayed = direct
+        relayed = c_relayed = direct
         if protocol == "chat":
             name = relay_body(f"agent-{k}", direct_body)
             relayed = median_total(
                 asyncio.run(latencies(ports["relay"], path, [raw_bytes] * REPEATS, name, REPEAT_GAP))
             )
+            if "relay_c" in ports:
+                c_relayed = median_total(
+                    asyncio.run(latencies(ports["relay_c"], path, [raw_bytes] * REPEATS, name, REPEAT_GAP))
+                )
         litellm_added = None
         if "litellm" in ports and protocol == "chat":
             # LiteLLM forwards the Chat body to the engine's Chat route: its added time is over
@@ -657,6 +685,7 @@ def agent_phase(
                 "added_ms": (via.total - direct) * 1e3,
                 "cold_added_ms": (cold.total - direct) * 1e3,
                 "relay_added_ms": (relayed - direct) * 1e3 if protocol == "chat" else None,
+                "c_relay_added_ms": (c_relayed - direct) * 1e3 if protocol == "chat" and "relay_c" in ports else None,
                 "new_turn_encode_ms": new_turn * 1e3,
                 "gateway_cpu_ms": cpu * 1e3,
                 "litellm_added_ms": litellm_added,
@@ -692,17 +721,18 @@ def agent_phase(
     report.add()
     report.add(
         "| prompt tokens | body MB | new chars | gateway ms | direct ms | added ms | added, no intake cache ms "
-        "| relay added ms | encode new turn alone ms | added ÷ new turn | LiteLLM added ms |"
+        "| relay added ms | C relay added ms | encode new turn alone ms | added ÷ new turn | LiteLLM added ms |"
     )
-    report.add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    report.add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         ratio = row["added_ms"] / row["new_turn_encode_ms"]
         theirs = "n/a" if row["litellm_added_ms"] is None else f"{row['litellm_added_ms']:.1f}"
         relay = "n/a" if row["relay_added_ms"] is None else f"{row['relay_added_ms']:.1f}"
+        c_relay = "n/a" if row.get("c_relay_added_ms") is None else f"{row['c_relay_added_ms']:.1f}"
         report.add(
             f"| {row['prompt_tokens']:,} | {row['body_bytes'] / 1e6:.2f} | {row['new_chars']:,} "
             f"| {row['gateway_ms']:.1f} | {row['direct_ms']:.1f} | {row['added_ms']:.1f} | {row['cold_added_ms']:.1f} "
-            f"| {relay} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x | {theirs} |"
+            f"| {relay} | {c_relay} | {row['new_turn_encode_ms']:.2f} | {ratio:.1f}x | {theirs} |"
         )
     added = statistics.median(r["added_ms"] for r in rows)
     cold_added = statistics.median(r["cold_added_ms"] for r in rows)
@@ -733,6 +763,13 @@ def agent_phase(
         f"{floor:.1f} ms (median): the gateway's own work is {added - floor:.1f} ms, "
         f"{(added - floor) / alone:.1f}x encoding the new turn alone."
     )
+    if all(r.get("c_relay_added_ms") is not None for r in rows):
+        c_floor = statistics.median(r["c_relay_added_ms"] for r in rows)
+        report.add(
+            f"The relay in C (`bench/relay_floor.c`: the same transfers with no interpreter and no ASGI server) "
+            f"adds {c_floor:.1f} ms (median): the floor under a gateway whose request path is compiled code; "
+            f"that floor plus this gateway's own work is {c_floor + added - floor:.1f} ms."
+        )
     report.record["targets"]["turn_cost"] = {
         "measured": f"added {added:.1f} ms vs {alone:.2f} ms encoding the new text alone: {added / alone:.1f}x "
         f"(medians of {rounds} turns)",
@@ -1188,6 +1225,10 @@ def run(args: argparse.Namespace) -> int:
         ports = {"engine": free_port(), "gateway": free_port(), "relay": free_port()}
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(ports["engine"]), "--script", str(script_path)]
         relay_cmd = relay_command(tmp, ports["relay"], ports["engine"])
+        ports["relay_c"] = free_port()
+        c_relay_cmd = c_relay_command(tmp, ports["relay_c"], ports["engine"])
+        if c_relay_cmd is None:
+            del ports["relay_c"]
         gateway_cmd = [
             sys.executable,
             "-m",
@@ -1234,6 +1275,7 @@ def run(args: argparse.Namespace) -> int:
             process(gateway_cmd, ports["gateway"]),
             cold_gateway,
             process(relay_cmd, ports["relay"]),
+            process(c_relay_cmd, ports["relay_c"]) if c_relay_cmd is not None else nullcontext(),
             ExitStack() as more,
         ):
             for server in more_servers:
