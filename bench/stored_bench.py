@@ -15,7 +15,9 @@ step's tool results and ``previous_response_id``. Per turn:
   state it lacks, converting, rendering and encoding, then storing the turn);
 - **relay added**: the same for the gateway bench's relay (``bench/gateway_bench.py``): the
   gateway's server and engine connection taking the turn's body in and sending its prompt ids
-  out with no work between; the floor under **added** for a token-in HTTP engine;
+  out with no work between; the floor under **added** for a token-in HTTP engine; and where
+  ``cc`` is found, for the same relay in C (``bench/relay_floor.c``), the floor under a request
+  path in compiled code;
 - **encode alone**: encoding the prompt's new text by itself (what the turn adds);
 - the same conversation sent whole through Chat (``added``), for comparison.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
@@ -155,8 +158,14 @@ def run(args: argparse.Namespace) -> int:
         script_path.write_text(json.dumps({"assistant": assistant, "scripts": scripts}))
         engine_port = G.free_port()
         engine_cmd = [sys.executable, __file__, "--serve-engine", str(engine_port), "--script", str(script_path)]
-        relay_port = G.free_port()
-        with G.process(engine_cmd, engine_port), G.process(G.relay_command(tmp, relay_port, engine_port), relay_port):
+        relay_port, c_relay_port = G.free_port(), G.free_port()
+        relay_cmd = G.relay_command(tmp, relay_port, engine_port)
+        c_relay_cmd = G.c_relay_command(tmp, c_relay_port, engine_port)
+        with (
+            G.process(engine_cmd, engine_port),
+            G.process(relay_cmd, relay_port),
+            G.process(c_relay_cmd, c_relay_port) if c_relay_cmd is not None else contextlib.nullcontext(),
+        ):
             for store_kind in args.stores.split(","):
                 postgres = None
                 if store_kind == "postgresql":
@@ -168,8 +177,9 @@ def run(args: argparse.Namespace) -> int:
                     store_url = f"sqlite://{tmp}/store.sqlite3"
                 try:
                     log = Path(tmp) / f"gateway-{store_kind}.log"
+                    relays = (relay_port, c_relay_port if c_relay_cmd is not None else None)
                     rows[store_kind] = run_store(
-                        store_url, (engine_port, relay_port), log, conv, first, rounds, frontend, backend, workloads
+                        store_url, (engine_port, *relays), log, conv, first, rounds, frontend, backend, workloads
                     )
                     storage[store_kind] = measure_store(store_url, rows[store_kind][-1]["response_id"])
                 finally:
@@ -183,18 +193,19 @@ def run(args: argparse.Namespace) -> int:
     )
     report.add()
     report.add(
-        "| store | prompt tokens | new chars | added ms | relay added ms | prepare ms | commit ms "
-        "| encode alone ms | added ÷ alone | (prepare+commit) ÷ alone | Chat whole added ms |"
+        "| store | prompt tokens | new chars | added ms | relay added ms | C relay added ms | prepare ms "
+        "| commit ms | encode alone ms | added ÷ alone | (prepare+commit) ÷ alone | Chat whole added ms |"
     )
-    report.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    report.add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdicts = []
     floors: dict[str, float] = {}
     for kind, kind_rows in rows.items():
         for row in kind_rows:
             own = row["prepare_ms"] + row["commit_ms"]
+            c_relay = "n/a" if row.get("c_relay_added_ms") is None else f"{row['c_relay_added_ms']:.2f}"
             report.add(
                 f"| {kind} | {row['prompt_tokens']:,} | {row['new_chars']:,} | {row['added_ms']:.2f} "
-                f"| {row['relay_added_ms']:.2f} | {row['prepare_ms']:.2f} | {row['commit_ms']:.2f} "
+                f"| {row['relay_added_ms']:.2f} | {c_relay} | {row['prepare_ms']:.2f} | {row['commit_ms']:.2f} "
                 f"| {row['alone_ms']:.2f} "
                 f"| {row['added_ms'] / row['alone_ms']:.1f}x | {own / row['alone_ms']:.1f}x "
                 f"| {row['chat_added_ms']:.2f} |"
@@ -239,10 +250,20 @@ def run(args: argparse.Namespace) -> int:
     report.add()
     for kind, _, _, alone, _ in verdicts:
         floor = storage[kind]["commit_floor_ms"]
+        compiled = ""
+        c_relays = [r["c_relay_added_ms"] for r in rows[kind]]
+        if None not in c_relays:
+            c_floor = statistics.median(c_relays)
+            least = c_floor + floor + alone
+            compiled = (
+                f"; the relay in C (`bench/relay_floor.c`) {c_floor:.2f} ms, so a compiled request path that "
+                f"commits and encodes the new text would add at least {least:.2f} ms "
+                f"({least / (3 * alone) * 100:.0f}% of the budget)"
+            )
         report.add(
             f"{kind}: the target's whole budget is {3 * alone:.2f} ms (3x encoding the new text alone); the "
             f"driver's bare commit of one small row, back to back in the bench's own thread, takes {floor:.3f} ms "
-            f"({floor / (3 * alone) * 100:.0f}% of it) and the relay {floors[kind]:.2f} ms."
+            f"({floor / (3 * alone) * 100:.0f}% of it); the relay {floors[kind]:.2f} ms{compiled}."
         )
     if not args.no_record:
         R.save(report.record, args.results)
@@ -251,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_store(
     store_url: str,
-    ports: tuple[int, int],
+    ports: tuple[int, int, int | None],
     log: Path,
     conv: Any,
     first: int,
@@ -263,7 +284,7 @@ def run_store(
     import gateway_bench as G
     from deepseek_recipe.backends import GenerationRequest
 
-    engine_port, relay_port = ports
+    engine_port, relay_port, c_relay_port = ports
     port = G.free_port()
     command = [
         sys.executable, "-m", "deepseek_recipe", "serve", "--backend", "completions",
@@ -316,6 +337,13 @@ def run_store(
                     G.latencies(relay_port, "/v1/responses", [turn_bytes] * G.REPEATS, name, G.REPEAT_GAP)
                 )
                 relayed = G.median_total(relay_runs)
+                c_relayed = None
+                if c_relay_port is not None:
+                    c_relayed = G.median_total(
+                        G.asyncio.run(
+                            G.latencies(c_relay_port, "/v1/responses", [turn_bytes] * G.REPEATS, name, G.REPEAT_GAP)
+                        )
+                    )
                 chat_body = json.dumps(
                     workloads.to_chat(workloads.truncated(conv, first + k)), ensure_ascii=False
                 ).encode()
@@ -339,6 +367,7 @@ def run_store(
                         "new_chars": len(text) - common,
                         "added_ms": (via - direct) * 1e3,
                         "relay_added_ms": (relayed - direct) * 1e3,
+                        "c_relay_added_ms": None if c_relayed is None else (c_relayed - direct) * 1e3,
                         "alone_ms": alone * 1e3,
                         "chat_added_ms": (chat - direct) * 1e3,
                     }
