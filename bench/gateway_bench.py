@@ -763,12 +763,13 @@ def agent_phase(
         f"{floor:.1f} ms (median): the gateway's own work is {added - floor:.1f} ms, "
         f"{(added - floor) / alone:.1f}x encoding the new turn alone."
     )
-    if all(r.get("c_relay_added_ms") is not None for r in rows):
-        c_floor = statistics.median(r["c_relay_added_ms"] for r in rows)
+    c_relays = [r.get("c_relay_added_ms") for r in rows]
+    if None not in c_relays:
+        spread = [float(v) for v in c_relays if v is not None]
         report.add(
             f"The relay in C (`bench/relay_floor.c`: the same transfers with no interpreter and no ASGI server) "
-            f"adds {c_floor:.1f} ms (median): the floor under a gateway whose request path is compiled code; "
-            f"that floor plus this gateway's own work is {c_floor + added - floor:.1f} ms."
+            f"adds {statistics.median(spread):.1f} ms (median; {min(spread):.1f} to {max(spread):.1f} over the "
+            "turns, the direct path's own spread): the floor under a gateway whose request path is compiled code."
         )
     report.record["targets"]["turn_cost"] = {
         "measured": f"added {added:.1f} ms vs {alone:.2f} ms encoding the new text alone: {added / alone:.1f}x "
