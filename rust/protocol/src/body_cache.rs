@@ -68,14 +68,16 @@ impl<E> BodyCache<E> {
         Some(entry)
     }
 
-    /// Keep `entry` under `key` (replacing what was there), costing `cost` bytes, and drop the
-    /// least recently used entries beyond the budget. An entry over half the budget is not
-    /// kept (it would empty the cache for one conversation); returns whether it was.
-    pub fn put(&self, key: u64, entry: E, cost: usize) -> bool {
+    /// Keep `entry` under `key` (replacing what was there), costing `cost` bytes, and let go
+    /// of the least recently used entries beyond the budget. An entry over half the budget is
+    /// not kept (it would empty the cache for one conversation). Returns whether it was, and
+    /// the entries it displaced: the caller decides where they are freed (a conversation's
+    /// parse is thousands of allocations, not to be freed on a request's way to the engine).
+    pub fn put(&self, key: u64, entry: E, cost: usize) -> (bool, Vec<Arc<E>>) {
         let mut state = self.lock();
-        state.remove(key);
+        let mut displaced: Vec<Arc<E>> = state.remove(key).into_iter().collect();
         if cost > self.budget / 2 {
-            return false;
+            return (false, displaced);
         }
         state.clock += 1;
         let now = state.clock;
@@ -86,9 +88,9 @@ impl<E> BodyCache<E> {
             let Some((_, oldest)) = state.order.pop_first() else {
                 break;
             };
-            state.remove(oldest);
+            displaced.extend(state.remove(oldest));
         }
-        true
+        (true, displaced)
     }
 
     /// The bytes the kept entries cost.
@@ -113,11 +115,11 @@ impl<E> BodyCache<E> {
 }
 
 impl<E> State<E> {
-    fn remove(&mut self, key: u64) {
-        if let Some((_, used, cost)) = self.entries.remove(&key) {
-            self.order.remove(&used);
-            self.bytes -= cost;
-        }
+    fn remove(&mut self, key: u64) -> Option<Arc<E>> {
+        let (entry, used, cost) = self.entries.remove(&key)?;
+        self.order.remove(&used);
+        self.bytes -= cost;
+        Some(entry)
     }
 }
 
@@ -130,10 +132,12 @@ mod tests {
         let cache = BodyCache::new(100);
         let keys: Vec<u64> = (0..4u8).map(|i| cache.key(b"o", "chat", &[i])).collect();
         for (i, &key) in keys.iter().enumerate().take(3) {
-            assert!(cache.put(key, i, 30));
+            assert_eq!(cache.put(key, i, 30), (true, vec![]));
         }
-        assert_eq!(cache.get(keys[0]).as_deref(), Some(&0)); // now the most recent
-        assert!(cache.put(keys[3], 3, 30)); // 120 bytes: the oldest (keys[1]) goes
+        // keys[0] is now the most recent; at 120 bytes the oldest (keys[1]) goes, handed back
+        // to be freed by the caller.
+        assert_eq!(cache.get(keys[0]).as_deref(), Some(&0));
+        assert_eq!(cache.put(keys[3], 3, 30), (true, vec![Arc::new(1)]));
         assert!(cache.get(keys[1]).is_none());
         assert_eq!(cache.get(keys[2]).as_deref(), Some(&2));
         assert_eq!((cache.len(), cache.bytes()), (3, 90));
@@ -143,10 +147,11 @@ mod tests {
     fn an_entry_replaces_its_key_and_one_over_half_the_budget_is_not_kept() {
         let cache = BodyCache::new(100);
         let key = cache.key(b"o", "chat", b"lead");
-        assert!(cache.put(key, "a", 40));
-        assert!(cache.put(key, "b", 20));
+        assert_eq!(cache.put(key, "a", 40), (true, vec![]));
+        assert_eq!(cache.put(key, "b", 20), (true, vec![Arc::new("a")]));
         assert_eq!((cache.len(), cache.bytes()), (1, 20));
-        assert!(!cache.put(key, "c", 51)); // and the old entry of its key is gone too
+        // Not kept, and the old entry of its key is gone too (handed back).
+        assert_eq!(cache.put(key, "c", 51), (false, vec![Arc::new("b")]));
         assert!(cache.is_empty());
         assert_eq!(cache.bytes(), 0);
     }
